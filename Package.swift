@@ -1,0 +1,25 @@
+// swift-tools-version: 6.0
+// locationd — a Linux location daemon: GNSS receivers in, per-client authorized location out.
+// Module layout and the allowed dependency directions: ../shared/docs/ARCHITECTURE.md.
+import PackageDescription
+
+let package = Package(
+    name: "locationd",
+    products: [
+        .library(name: "NMEA", targets: ["NMEA"]),
+        .library(name: "LocationCore", targets: ["LocationCore"]),
+        .library(name: "LocationWire", targets: ["LocationWire"]),
+        .executable(name: "locationctl", targets: ["locationctl"]),
+    ],
+    targets: [
+        // The domain model: Fix, time, units. Standard library only.
+        .target(name: "LocationCore"),
+        // NMEA 0183 framing, sentences, fix assembly, geoid model. Standard library only.
+        .target(name: "NMEA", dependencies: ["LocationCore"], exclude: ["COPYING-gpsd"]),
+        // Wire encoding of fixes (gpsd-style JSON lines). Standard library only.
+        .target(name: "LocationWire", dependencies: ["LocationCore"]),
+        .executableTarget(name: "locationctl", dependencies: ["NMEA", "LocationWire", "LocationCore"]),
+        .testTarget(name: "NMEATests", dependencies: ["NMEA", "LocationCore", "LocationWire"]),
+        .testTarget(name: "LocationWireTests", dependencies: ["LocationWire", "LocationCore"]),
+    ]
+)

@@ -1,0 +1,219 @@
+/// Fix mode: what kind of position solution the receiver has (gpsd_json(5) TPV.mode).
+public enum FixMode: Int, Sendable, Comparable {
+    /// No valid position (gpsd mode 1).
+    case noFix = 1
+    /// Latitude and longitude only (gpsd mode 2).
+    case twoDimensional = 2
+    /// Latitude, longitude and altitude (gpsd mode 3).
+    case threeDimensional = 3
+
+    public static func < (a: FixMode, b: FixMode) -> Bool { a.rawValue < b.rawValue }
+
+    /// True for 2D and 3D.
+    public var hasPosition: Bool { self != .noFix }
+}
+
+/// How the position was obtained: NMEA 0183 `$--GGA` field 6 / the mode indicator of RMC, GNS, GLL, VTG.
+public enum FixQuality: Sendable, Hashable {
+    /// Autonomous GNSS (GGA quality 1, mode indicator A).
+    case gps
+    /// Differential GNSS: SBAS, DGPS (GGA 2, mode D).
+    case dgps
+    /// Precise positioning service / PPS (GGA 3, mode P).
+    case pps
+    /// Real-time kinematic, integer ambiguities fixed (GGA 4, mode R).
+    case rtkFixed
+    /// Real-time kinematic, float ambiguities (GGA 5, mode F).
+    case rtkFloat
+    /// Dead reckoning / estimated (GGA 6, mode E).
+    case deadReckoning
+    /// Position entered manually (GGA 7, mode M).
+    case manual
+    /// Simulator output (GGA 8, mode S).
+    case simulated
+
+    /// gpsd_json(5) TPV.status for this quality: 1 GPS, 2 DGPS, 3 RTK fixed, 4 RTK float, 5 DR, 7 time/manual,
+    /// 8 simulated.
+    public var gpsdStatus: Int {
+        switch self {
+        case .gps, .pps: return 1
+        case .dgps: return 2
+        case .rtkFixed: return 3
+        case .rtkFloat: return 4
+        case .deadReckoning: return 5
+        case .manual: return 7
+        case .simulated: return 8
+        }
+    }
+
+    /// True for the differentially corrected qualities, for which gpsd uses its smaller UERE constants.
+    public var isDifferential: Bool {
+        switch self {
+        case .dgps, .rtkFixed, .rtkFloat: return true
+        default: return false
+        }
+    }
+}
+
+/// Dilutions of precision, unitless (NMEA 0183 `$--GSA` fields 15–17, `$--GGA` field 8).
+public struct DilutionOfPrecision: Hashable, Sendable {
+    /// Horizontal DOP.
+    public var horizontal: Double?
+    /// Vertical DOP.
+    public var vertical: Double?
+    /// Position (3D) DOP.
+    public var position: Double?
+    /// Time DOP.
+    public var time: Double?
+    /// Geometric DOP.
+    public var geometric: Double?
+
+    public init(horizontal: Double? = nil, vertical: Double? = nil, position: Double? = nil,
+                time: Double? = nil, geometric: Double? = nil) {
+        self.horizontal = horizontal
+        self.vertical = vertical
+        self.position = position
+        self.time = time
+        self.geometric = geometric
+    }
+
+    public var isEmpty: Bool {
+        horizontal == nil && vertical == nil && position == nil && time == nil && geometric == nil
+    }
+}
+
+/// GNSS constellation of a satellite (gpsd_json(5) SKY.satellites.gnssid numbering).
+public enum Constellation: Int, Sendable, Hashable {
+    case gps = 0
+    case sbas = 1
+    case galileo = 2
+    case beidou = 3
+    case imes = 4
+    case qzss = 5
+    case glonass = 6
+    case navic = 7
+}
+
+/// One satellite in view (NMEA 0183 `$--GSV`), with whether the fix used it (`$--GSA`).
+public struct Satellite: Hashable, Sendable {
+    /// The PRN as the receiver numbers it in NMEA (gpsd's PRN is the same for GPS; other systems vary).
+    public var prn: Int
+    /// Constellation, when known from the talker or the GSV system id.
+    public var constellation: Constellation?
+    /// Elevation in degrees, −90...90.
+    public var elevation: Double?
+    /// Azimuth in degrees true, 0..<360.
+    public var azimuth: Double?
+    /// Signal-to-noise ratio, dB-Hz.
+    public var signalToNoise: Double?
+    /// True when the receiver reported using it in the fix.
+    public var used: Bool
+    /// NMEA 4.10+ signal id (GSV last field), when given.
+    public var signalID: Int?
+
+    public init(prn: Int, constellation: Constellation? = nil, elevation: Double? = nil, azimuth: Double? = nil,
+                signalToNoise: Double? = nil, used: Bool = false, signalID: Int? = nil) {
+        self.prn = prn
+        self.constellation = constellation
+        self.elevation = elevation
+        self.azimuth = azimuth
+        self.signalToNoise = signalToNoise
+        self.used = used
+        self.signalID = signalID
+    }
+}
+
+/// One position fix: everything a receiver said about one epoch (reporting cycle).
+///
+/// Every measured value is optional: absent means the receiver did not say, never zero. Units follow
+/// gpsd_json(5) TPV: degrees WGS84, metres, metres per second, degrees true, UTC.
+public struct Fix: Hashable, Sendable {
+    /// Name of the receiver that produced it (config section name or device path); nil when unknown.
+    public var device: String?
+    /// Fix time, UTC, millisecond resolution.
+    public var time: UTCTime?
+    /// No fix, 2D or 3D.
+    public var mode: FixMode
+    /// How the position was obtained, when reported.
+    public var quality: FixQuality?
+    /// Latitude, degrees WGS84, north positive.
+    public var latitude: Double?
+    /// Longitude, degrees WGS84, east positive.
+    public var longitude: Double?
+    /// Altitude above mean sea level (the geoid), metres.
+    public var altitudeMSL: Double?
+    /// Altitude above the WGS84 ellipsoid (height above ellipsoid), metres.
+    public var altitudeHAE: Double?
+    /// Geoid separation: height of the geoid above the WGS84 ellipsoid (altHAE − altMSL), metres.
+    public var geoidSeparation: Double?
+    /// Speed over ground, m/s.
+    public var speed: Double?
+    /// Course over ground (track), degrees true, 0..<360.
+    public var track: Double?
+    /// Magnetic variation, degrees, east positive.
+    public var magneticVariation: Double?
+    /// Vertical speed, m/s, up positive.
+    public var climb: Double?
+    /// Heading (where the vehicle or antenna baseline points), degrees true, from HDT/THS.
+    public var heading: Double?
+    /// Satellites used in the solution.
+    public var satellitesUsed: Int?
+    /// Satellites in view.
+    public var satellitesVisible: Int?
+    /// Dilutions of precision.
+    public var dop: DilutionOfPrecision
+    /// Estimated horizontal position error, metres (gpsd_json(5) TPV.eph).
+    public var eph: Double?
+    /// Estimated longitude error, metres (TPV.epx).
+    public var epx: Double?
+    /// Estimated latitude error, metres (TPV.epy).
+    public var epy: Double?
+    /// Estimated vertical error, metres (TPV.epv).
+    public var epv: Double?
+    /// Satellites in view with signal data (SKY.satellites); empty when the receiver sent no GSV.
+    public var satellites: [Satellite]
+
+    public init(device: String? = nil, time: UTCTime? = nil, mode: FixMode = .noFix, quality: FixQuality? = nil,
+                latitude: Double? = nil, longitude: Double? = nil, altitudeMSL: Double? = nil,
+                altitudeHAE: Double? = nil, geoidSeparation: Double? = nil, speed: Double? = nil,
+                track: Double? = nil, magneticVariation: Double? = nil, climb: Double? = nil,
+                heading: Double? = nil, satellitesUsed: Int? = nil, satellitesVisible: Int? = nil,
+                dop: DilutionOfPrecision = DilutionOfPrecision(), eph: Double? = nil, epx: Double? = nil,
+                epy: Double? = nil, epv: Double? = nil, satellites: [Satellite] = []) {
+        self.device = device
+        self.time = time
+        self.mode = mode
+        self.quality = quality
+        self.latitude = latitude
+        self.longitude = longitude
+        self.altitudeMSL = altitudeMSL
+        self.altitudeHAE = altitudeHAE
+        self.geoidSeparation = geoidSeparation
+        self.speed = speed
+        self.track = track
+        self.magneticVariation = magneticVariation
+        self.climb = climb
+        self.heading = heading
+        self.satellitesUsed = satellitesUsed
+        self.satellitesVisible = satellitesVisible
+        self.dop = dop
+        self.eph = eph
+        self.epx = epx
+        self.epy = epy
+        self.epv = epv
+        self.satellites = satellites
+    }
+
+    /// True when the fix carries a usable 2D or 3D position.
+    public var hasPosition: Bool { mode.hasPosition && latitude != nil && longitude != nil }
+}
+
+/// Unit conversions used across the project.
+public enum Units {
+    /// Metres per second in one knot (1852 m / 3600 s).
+    public static let metersPerSecondPerKnot = 1852.0 / 3600.0
+    /// Metres per second in one km/h.
+    public static let metersPerSecondPerKilometerPerHour = 1.0 / 3.6
+    /// Metres in one foot (international foot).
+    public static let metersPerFoot = 0.3048
+}
