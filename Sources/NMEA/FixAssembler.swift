@@ -144,6 +144,7 @@ public struct FixAssembler: Sendable {
         var garminAltitude: Double?
         var garminDimension: Int?
         var usedCount: Int?
+        var sawAltitudeSource = false
 
         for decoded in pending {
             switch decoded.sentence {
@@ -152,20 +153,22 @@ public struct FixAssembler: Sendable {
                 valid = ok
                 if ok, let la = s.latitude, let lo = s.longitude { latitude = la; longitude = lo }
                 if ok { ggaQuality = Self.quality(ggaIndicator: s.qualityIndicator) }
+                sawAltitudeSource = true
                 if let a = s.altitudeMSL { fix.altitudeMSL = a }
                 if let g = s.geoidSeparation { fix.geoidSeparation = g }
                 if let n = s.satellitesUsed { usedCount = n }
-                if let h = s.hdop { dop.horizontal = h }
+                if let h = s.hdop, h > 0 { dop.horizontal = h }
             case .gns(let s):
                 let mode = s.mode
                 let ok = mode.map { $0.isValid } ?? (s.latitude != nil)
                 valid = ok
                 if ok, let la = s.latitude, let lo = s.longitude { latitude = la; longitude = lo }
                 if ok, let q = mode?.quality { indicatorQuality = q }
+                sawAltitudeSource = true
                 if let a = s.altitudeMSL { fix.altitudeMSL = a }
                 if let g = s.geoidSeparation { fix.geoidSeparation = g }
                 if let n = s.satellitesUsed { usedCount = n }
-                if let h = s.hdop { dop.horizontal = h }
+                if let h = s.hdop, h > 0 { dop.horizontal = h }
             case .rmc(let s):
                 valid = s.isValid
                 if s.isValid, let la = s.latitude, let lo = s.longitude { latitude = la; longitude = lo }
@@ -186,9 +189,9 @@ public struct FixAssembler: Sendable {
             case .gsa(let s):
                 sawGSA = true
                 if let t = s.fixType { fixType = max(fixType ?? 0, t) }
-                if let v = s.pdop { dop.position = v }
-                if let v = s.hdop { dop.horizontal = v }
-                if let v = s.vdop { dop.vertical = v }
+                if let v = s.pdop, v > 0 { dop.position = v }
+                if let v = s.hdop, v > 0 { dop.horizontal = v }
+                if let v = s.vdop, v > 0 { dop.vertical = v }
                 sky.noteUsed(s, talker: decoded.talker)
             case .gsv(let s):
                 sky.add(s, talker: decoded.talker)
@@ -204,6 +207,7 @@ public struct FixAssembler: Sendable {
                 garmin = e
             case .garminAltitude(let a):
                 garminAltitude = a.altitudeMSL
+                sawAltitudeSource = true
                 garminDimension = a.fixDimension
             case .ignored:
                 break
@@ -231,11 +235,17 @@ public struct FixAssembler: Sendable {
             fix.latitude = latitude
             fix.longitude = longitude
             fix.quality = ggaQuality ?? indicatorQuality ?? .gps
+            // 2D or 3D: GSA's fix type says it, but receivers are seen sending "2" while solving in 3D with
+            // four or more satellites and giving altitude (Quectel, Telit); an epoch that only has RMC or GLL
+            // says nothing about it, so the last dimension stands (as in gpsd).
             let type = sawGSA ? fixType : (garminDimension ?? lastFixType)
+            let altitudeKnown = fix.altitudeMSL != nil
             switch type {
-            case 3?: fix.mode = fix.altitudeMSL != nil ? .threeDimensional : .twoDimensional
-            case 2?: fix.mode = .twoDimensional
-            default: fix.mode = fix.altitudeMSL != nil ? .threeDimensional : .twoDimensional
+            case 2?: fix.mode = altitudeKnown && (usedCount ?? 0) >= 4 ? .threeDimensional : .twoDimensional
+            default: fix.mode = altitudeKnown ? .threeDimensional : .twoDimensional
+            }
+            if !sawAltitudeSource, !sawGSA, let prev = previous, prev.mode == .threeDimensional {
+                fix.mode = .threeDimensional
             }
         } else {
             fix.mode = .noFix
@@ -247,14 +257,21 @@ public struct FixAssembler: Sendable {
             if let k = knots { fix.speed = k * Units.metersPerSecondPerKnot } else if let k = kmh {
                 fix.speed = k * Units.metersPerSecondPerKilometerPerHour
             }
-            if fix.mode == .threeDimensional, let msl = fix.altitudeMSL {
+            // Altitude is reported whenever the receiver gives it, whatever the 2D/3D mode says (a 2D
+            // receiver's altitude is its assumed one; gpsd reports it too).
+            if let msl = fix.altitudeMSL {
                 let separation = fix.geoidSeparation
                     ?? GeoidModel.separation(latitude: latitude!, longitude: longitude!)
                 fix.geoidSeparation = separation
                 fix.altitudeHAE = msl + separation
             } else {
-                fix.altitudeMSL = nil
                 fix.geoidSeparation = nil
+            }
+            // Speed from the distance to the previous fix when the receiver gave none, as gpsd does
+            // (gpsd_error_model()); the track is not derived, a noisy position would make it meaningless.
+            if fix.speed == nil, let prev = previous, let la0 = prev.latitude, let lo0 = prev.longitude,
+               let t0 = prev.time, let t1 = fix.time, let dt = t1.seconds(since: t0), dt > 0 {
+                fix.speed = Geodesy.distance(latitude1: la0, longitude1: lo0, latitude2: latitude!, longitude2: longitude!) / dt
             }
             // Climb from successive 3D fixes, as gpsd derives it when the receiver gives none.
             if let prev = previous, prev.mode == .threeDimensional, let h0 = prev.altitudeHAE, let h1 = fix.altitudeHAE,
