@@ -1,3 +1,5 @@
+private let decimalScales: [Double] = [1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9]
+
 /// A small, fast writer of one JSON object at a time into a byte buffer (no Foundation).
 ///
 /// Numbers are written in the shortest form that reads back as the same Double (Swift's `description`),
@@ -48,6 +50,16 @@ public struct JSONObjectWriter {
         guard let value, value.isFinite else { return }
         key(name)
         appendDouble(value)
+    }
+
+    /// A number rounded to `decimals` places (at most 9), printed in its shortest form: `400.9`, not
+    /// `400.90000000000003`. gpsd prints lat/lon to 9 places, metres to 3–4.
+    public mutating func field(_ name: StaticString, _ value: Double?, decimals: Int) {
+        guard let value, value.isFinite else { return }
+        let scale = decimalScales[decimals]
+        let scaled = (value * scale).rounded()
+        key(name)
+        appendDouble(abs(scaled) < 9e15 ? scaled / scale : value)
     }
 
     public mutating func field(_ name: StaticString, _ value: Bool) {
