@@ -18,8 +18,15 @@ let package = Package(
         .target(name: "NMEA", dependencies: ["LocationCore"], exclude: ["COPYING-gpsd"]),
         // Wire encoding of fixes (gpsd-style JSON lines). Standard library only.
         .target(name: "LocationWire", dependencies: ["LocationCore"]),
+        // C shims for calls Swift cannot import (variadic ioctl, struct ucred).
+        .target(name: "CPosixShims"),
+        // Typed wrappers over POSIX: errno, file descriptors, termios serial ports, pseudo-terminals.
+        .target(name: "LocationPosix", dependencies: ["CPosixShims"]),
+        // Receivers: serial NMEA, gpsd through libgps, capture replay; failover between them.
+        .target(name: "LocationSources", dependencies: ["NMEA", "LocationCore", "LocationPosix"]),
         .executableTarget(name: "locationctl", dependencies: ["NMEA", "LocationWire", "LocationCore"]),
         .testTarget(name: "NMEATests", dependencies: ["NMEA", "LocationCore", "LocationWire"]),
         .testTarget(name: "LocationWireTests", dependencies: ["LocationWire", "LocationCore"]),
+        .testTarget(name: "LocationSourcesTests", dependencies: ["LocationSources", "LocationPosix", "NMEA", "LocationCore"]),
     ]
 )

@@ -1,0 +1,105 @@
+import LocationCore
+
+/// What a receiver tells its owner.
+public enum ReceiverEvent: Sendable {
+    /// A fix (one per epoch), its `device` set to the receiver's name; a no-fix when the receiver lost its
+    /// fix or went stale.
+    case fix(Fix)
+    /// The receiver's state changed (connected, unavailable with a reason, autobaud result).
+    case status(ReceiverStatus)
+}
+
+/// A snapshot of one receiver, for `locationctl status` and logs.
+public struct ReceiverStatus: Hashable, Sendable {
+    public enum State: Hashable, Sendable {
+        /// Opening, or searching for the line speed.
+        case starting
+        /// Reading.
+        case connected
+        /// Not readable; `reason` says why; it retries by itself.
+        case unavailable(reason: String)
+        /// Stopped by its owner (or a replay that ended without looping).
+        case stopped
+    }
+
+    public var name: String
+    /// `serial`, `gpsd` or `replay`.
+    public var type: String
+    /// Device path, `host:port` or file.
+    public var path: String
+    public var state: State
+    /// Line speed in bit/s (serial).
+    public var speed: Int?
+    /// Wall-clock time (Unix seconds) when the current connection was made.
+    public var connectedSince: Double?
+    /// Sentences framed (serial, replay) or JSON reports read (gpsd).
+    public var sentences = 0
+    /// Fixes with a position delivered.
+    public var fixes = 0
+    /// Rejected input: bad checksums, truncated or malformed sentences, read errors.
+    public var errors = 0
+    /// Fix time of the last fix with a position.
+    public var lastFixTime: UTCTime?
+    /// Configured priority.
+    public var priority: Int
+
+    public init(name: String, type: String, path: String, priority: Int) {
+        self.name = name
+        self.type = type
+        self.path = path
+        self.priority = priority
+        self.state = .starting
+    }
+
+    /// True while connected.
+    public var isConnected: Bool { state == .connected }
+}
+
+/// A source of fixes. Every kind produces the same events; nothing downstream knows where a fix came
+/// from except its `device` name.
+public protocol Receiver: AnyObject, Sendable {
+    var name: String { get }
+    var priority: Int { get }
+    /// The current snapshot.
+    var status: ReceiverStatus { get }
+    /// Starts reading; events are delivered on the receiver's own queue, in order.
+    func start(_ handler: @escaping @Sendable (ReceiverEvent) -> Void)
+    /// Stops reading and closes everything it opened.
+    func stop()
+}
+
+/// Capped exponential backoff for reconnecting: 0.25 s, 0.5 s, 1 s, 2 s, 4 s, 4 s, ...
+public struct Backoff: Sendable {
+    public let initial: Double
+    public let cap: Double
+    private var next: Double
+
+    /// - Parameters: seconds; the first retry comes after `initial` (≤ 0.5 s), never later than `cap` (≤ 5 s).
+    public init(initial: Double = 0.25, cap: Double = 4) {
+        self.initial = initial
+        self.cap = cap
+        self.next = initial
+    }
+
+    /// The delay before the next attempt; doubles up to the cap.
+    public mutating func nextDelay() -> Double {
+        let d = next
+        next = min(next * 2, cap)
+        return d
+    }
+
+    /// After a success: the next failure starts again at `initial`.
+    public mutating func reset() { next = initial }
+}
+
+/// Makes the receiver for a configuration.
+public func makeReceiver(_ configuration: ReceiverConfiguration) -> any Receiver {
+    switch configuration.source {
+    case .serial:
+        return SerialReceiver(configuration)
+    case .replay:
+        return ReplayReceiver(configuration)
+    case .gpsd:
+        return GpsdReceiver(configuration)
+    }
+}

@@ -1,0 +1,167 @@
+import LocationCore
+
+/// What a `[receiver NAME]` section of the config says (see ARCHITECTURE.md "Config file sketch").
+public struct ReceiverConfiguration: Hashable, Sendable {
+    /// Where fixes come from.
+    public enum Source: Hashable, Sendable {
+        /// A tty: path (a device node or a /dev/serial/by-id link) and line speed (nil = autobaud).
+        case serial(path: String, speed: Int?)
+        /// A gpsd daemon through libgps, optionally only one device's fixes.
+        case gpsd(host: String, port: Int, device: String?)
+        /// A capture file played back: `rate` 1 = the capture's pace, 10 = ten times faster, nil = as
+        /// fast as possible; `loop` plays it again at its end.
+        case replay(file: String, rate: Double?, loop: Bool)
+    }
+
+    /// The section name, used as the fix's `device`.
+    public var name: String
+    public var source: Source
+    /// Higher wins while it has a valid fix.
+    public var priority: Int
+    /// Seconds without a valid fix after which the receiver reports no-fix; nil = 3 × its cycle.
+    public var staleAfter: Double?
+    /// Accept NMEA sentences without a checksum (old receivers).
+    public var allowMissingChecksum: Bool
+
+    public init(name: String, source: Source, priority: Int = 0, staleAfter: Double? = nil,
+                allowMissingChecksum: Bool = false) {
+        self.name = name
+        self.source = source
+        self.priority = priority
+        self.staleAfter = staleAfter
+        self.allowMissingChecksum = allowMissingChecksum
+    }
+}
+
+/// A config key that is wrong, with the key's name and why (the config loader adds file:line).
+public struct ConfigurationError: Error, Hashable, Sendable, CustomStringConvertible {
+    public var key: String
+    public var message: String
+    /// Line of the offending key, when the loader knows it.
+    public var line: Int?
+
+    public init(key: String, message: String, line: Int? = nil) {
+        self.key = key
+        self.message = message
+        self.line = line
+    }
+
+    public var description: String { "\(key): \(message)" }
+}
+
+extension ReceiverConfiguration {
+    /// The keys a `[receiver NAME]` section may hold.
+    public static let keys: Set<String> = ["type", "path", "speed", "server", "device", "file", "rate", "loop",
+                                           "priority", "stale-after", "allow-missing-checksum"]
+
+    /// Builds a receiver from a section's key/value pairs.
+    /// - Parameters:
+    ///   - name: the section's NAME.
+    ///   - value: looks a key up; returns the value and its line.
+    /// - Throws: `ConfigurationError` naming the key: unknown type, missing required key, bad value.
+    public init(name: String, value: (String) -> (value: String, line: Int)?) throws(ConfigurationError) {
+        func required(_ key: String) throws(ConfigurationError) -> String {
+            guard let v = value(key) else {
+                throw ConfigurationError(key: key, message: "required for this receiver type", line: value("type")?.line)
+            }
+            return v.value
+        }
+        guard let type = value("type") else {
+            throw ConfigurationError(key: "type", message: "missing (serial, gpsd or replay)")
+        }
+        let source: Source
+        switch type.value {
+        case "serial":
+            let path = try required("path")
+            var speed: Int? = nil
+            if let s = value("speed"), s.value != "auto" {
+                guard let n = Int(s.value), Self.commonSpeeds.contains(n) else {
+                    throw ConfigurationError(key: "speed", message: "'\(s.value)' is not auto or one of \(Self.commonSpeeds.sorted().map(String.init).joined(separator: ", "))", line: s.line)
+                }
+                speed = n
+            }
+            source = .serial(path: path, speed: speed)
+        case "gpsd":
+            var host = "localhost", port = 2947
+            if let s = value("server") {
+                let text = s.value
+                if let colon = text.lastIndex(of: ":"), !text.hasSuffix("]") {
+                    host = String(text[..<colon])
+                    guard let p = Int(text[text.index(after: colon)...]), (1...65535).contains(p) else {
+                        throw ConfigurationError(key: "server", message: "'\(text)' is not host:port", line: s.line)
+                    }
+                    port = p
+                } else {
+                    host = text
+                }
+                if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+                guard !host.isEmpty else { throw ConfigurationError(key: "server", message: "empty host", line: s.line) }
+            }
+            source = .gpsd(host: host, port: port, device: value("device")?.value)
+        case "replay":
+            let file = try required("file")
+            var rate: Double? = 1
+            if let r = value("rate") {
+                if r.value == "max" {
+                    rate = nil
+                } else {
+                    guard let v = Double(r.value), v > 0, v.isFinite else {
+                        throw ConfigurationError(key: "rate", message: "'\(r.value)' is not a positive number or max", line: r.line)
+                    }
+                    rate = v
+                }
+            }
+            let loop = try Self.boolean("loop", value("loop")) ?? false
+            source = .replay(file: file, rate: rate, loop: loop)
+        default:
+            throw ConfigurationError(key: "type", message: "'\(type.value)' is not serial, gpsd or replay", line: type.line)
+        }
+        var priority = 0
+        if let p = value("priority") {
+            guard let v = Int(p.value) else {
+                throw ConfigurationError(key: "priority", message: "'\(p.value)' is not a whole number", line: p.line)
+            }
+            priority = v
+        }
+        var stale: Double? = nil
+        if let s = value("stale-after") {
+            guard let v = Self.seconds(s.value), v > 0 else {
+                throw ConfigurationError(key: "stale-after", message: "'\(s.value)' is not a duration (e.g. 3, 3s, 500ms)", line: s.line)
+            }
+            stale = v
+        }
+        let allow = try Self.boolean("allow-missing-checksum", value("allow-missing-checksum")) ?? false
+        self.init(name: name, source: source, priority: priority, staleAfter: stale, allowMissingChecksum: allow)
+    }
+
+    static let commonSpeeds: Set<Int> = [4800, 9600, 19200, 38400, 57600, 115200, 230400, 460800, 921600]
+
+    static func boolean(_ key: String, _ v: (value: String, line: Int)?) throws(ConfigurationError) -> Bool? {
+        guard let v else { return nil }
+        switch v.value.lowercased() {
+        case "yes", "true", "on", "1": return true
+        case "no", "false", "off", "0": return false
+        default: throw ConfigurationError(key: key, message: "'\(v.value)' is not yes or no", line: v.line)
+        }
+    }
+
+    /// Parses a duration: a number of seconds, or a number with `ms`, `s`, `min`, `h`, `d`.
+    public static func seconds(_ text: String) -> Double? {
+        let units: [(String, Double)] = [("ms", 0.001), ("min", 60), ("s", 1), ("h", 3600), ("d", 86400)]
+        for (suffix, scale) in units where text.hasSuffix(suffix) {
+            guard let v = Double(text.dropLast(suffix.count).trimmingCharacters()), v.isFinite, v >= 0 else { return nil }
+            return v * scale
+        }
+        guard let v = Double(text), v.isFinite, v >= 0 else { return nil }
+        return v
+    }
+}
+
+extension StringProtocol {
+    func trimmingCharacters() -> String {
+        var s = Substring(self)
+        while s.first == " " { s = s.dropFirst() }
+        while s.last == " " { s = s.dropLast() }
+        return String(s)
+    }
+}

@@ -1,0 +1,205 @@
+import Dispatch
+import LocationCore
+import LocationPosix
+import NMEA
+
+/// Reads NMEA 0183 from a serial tty: opens and locks it, sets raw 8N1 at the configured speed or finds
+/// the speed (autobaud), and turns what it reads into fixes. Reads are event-driven (a Dispatch read
+/// source), so a silent receiver costs no CPU. A vanished device (EOF, EIO, ENXIO on read; ENOENT or
+/// ENODEV on open) makes it `unavailable`; it reopens the same path — a /dev/serial/by-id link follows
+/// the device to its new node — with capped exponential backoff.
+public final class SerialReceiver: Receiver, @unchecked Sendable {
+    public let name: String
+    public let priority: Int
+    let configuration: ReceiverConfiguration
+    let path: String
+    let configuredSpeed: Int?
+    private let core: ReceiverCore
+    private let opener: SerialDeviceOpener
+    /// How long autobaud listens at each speed, seconds.
+    let autobaudWindow: Double
+
+    private var device: (any SerialDevice)?
+    private var source: DispatchSourceRead?
+    private var decoder: NMEADecoder
+    private var searching: (speeds: [Int], index: Int, deadline: DispatchWorkItem?)?
+    private var buffer = [UInt8](repeating: 0, count: 4096)
+    private var countedErrors = 0
+
+    /// - Parameters:
+    ///   - configuration: a `.serial` receiver.
+    ///   - opener: opens a path; tests pass a simulated device. Default: `TTYSerialDevice`.
+    ///   - autobaudWindow: seconds to listen at each speed while searching.
+    public init(_ configuration: ReceiverConfiguration,
+                opener: @escaping SerialDeviceOpener = { path throws(SerialPortError) in try TTYSerialDevice(path: path) },
+                autobaudWindow: Double = 1.5) {
+        guard case let .serial(path, speed) = configuration.source else {
+            preconditionFailure("SerialReceiver needs a serial configuration")
+        }
+        self.configuration = configuration
+        self.name = configuration.name
+        self.priority = configuration.priority
+        self.path = path
+        self.configuredSpeed = speed
+        self.opener = opener
+        self.autobaudWindow = autobaudWindow
+        self.core = ReceiverCore(configuration: configuration, type: "serial", path: path)
+        self.decoder = NMEADecoder(requiresChecksum: !configuration.allowMissingChecksum)
+    }
+
+    public var status: ReceiverStatus { core.status }
+
+    public func start(_ handler: @escaping @Sendable (ReceiverEvent) -> Void) {
+        core.queue.async {
+            self.core.setHandler(handler)
+            _ = self.core.newGeneration()
+            self.connect()
+        }
+    }
+
+    public func stop() {
+        core.queue.sync {
+            _ = core.newGeneration()
+            disconnect()
+            core.cancelTimers()
+            core.setState(.stopped)
+            core.setHandler(nil)
+        }
+    }
+
+    // MARK: - Connection (all on core.queue)
+
+    private func connect() {
+        let opened: any SerialDevice
+        do {
+            opened = try opener(path)
+        } catch {
+            core.setState(.unavailable(reason: error.description))
+            core.retryLater { [weak self] in self?.connect() }
+            return
+        }
+        device = opened
+        decoder = NMEADecoder(requiresChecksum: !configuration.allowMissingChecksum)
+        let speeds = configuredSpeed.map { [$0] } ?? commonSerialSpeeds
+        if configuredSpeed == nil {
+            searching = (speeds, 0, nil)
+            core.setState(.starting)
+            trySpeed()
+        } else {
+            do {
+                try opened.setSpeed(speeds[0])
+            } catch {
+                fail(error.description)
+                return
+            }
+            core.backoff.reset()
+            core.setState(.connected, speed: speeds[0])
+        }
+        let readSource = DispatchSource.makeReadSource(fileDescriptor: opened.fileDescriptor, queue: core.queue)
+        readSource.setEventHandler { [weak self] in self?.readAvailable() }
+        readSource.setCancelHandler { opened.close() }
+        source = readSource
+        readSource.resume()
+    }
+
+    /// Autobaud: set the next speed and listen for checksummed sentences for `autobaudWindow` seconds.
+    private func trySpeed() {
+        guard var search = searching, let device else { return }
+        guard search.index < search.speeds.count else {
+            // Nothing at any speed: start over (a receiver may still be booting).
+            search.index = 0
+            searching = search
+            fail("no NMEA at any speed (\(search.speeds.map(String.init).joined(separator: ", ")))")
+            return
+        }
+        let speed = search.speeds[search.index]
+        do {
+            try device.setSpeed(speed)
+        } catch {
+            search.index += 1
+            searching = search
+            trySpeed()
+            return
+        }
+        decoder = NMEADecoder(requiresChecksum: !configuration.allowMissingChecksum)
+        let expected = core.generation
+        let deadline = DispatchWorkItem { [weak self] in
+            guard let self, self.core.generation == expected, var s = self.searching else { return }
+            s.index += 1
+            self.searching = s
+            self.trySpeed()
+        }
+        search.deadline?.cancel()
+        search.deadline = deadline
+        searching = search
+        core.queue.asyncAfter(deadline: .now() + autobaudWindow, execute: deadline)
+    }
+
+    private func readAvailable() {
+        guard let device else { return }
+        while true {
+            let result = buffer.withUnsafeMutableBytes { device.read(into: $0) }
+            switch result {
+            case .success(0):
+                fail("end of file on \(path)")
+                return
+            case .success(let n):
+                consume(n)
+                if self.device == nil { return }
+            case .failure(.wouldBlock):
+                return
+            case .failure(let e):
+                fail(e.meansDeviceGone ? "device gone: \(path): \(e)" : "read \(path): \(e)")
+                return
+            }
+        }
+    }
+
+    private func consume(_ n: Int) {
+        var fixes: [Fix] = []
+        buffer.withUnsafeBufferPointer { all in
+            decoder.decode(UnsafeBufferPointer(rebasing: all[0..<n])) { fixes.append($0) }
+        }
+        let stats = decoder.statistics
+        let errors = stats.framing.rejectedSentences + stats.malformedSentences
+        if let search = searching {
+            // Two checksummed sentences at a speed, and fewer errors than sentences: that's the speed.
+            if stats.framing.sentences >= 2 && stats.framing.sentences > errors {
+                let speed = search.speeds[search.index]
+                search.deadline?.cancel()
+                searching = nil
+                core.backoff.reset()
+                core.setState(.connected, speed: speed)
+            } else {
+                return
+            }
+        }
+        core.updateStatus {
+            $0.sentences = stats.framing.sentences
+            $0.errors = self.countedErrors + errors
+        }
+        for fix in fixes { core.deliver(fix) }
+    }
+
+    private func fail(_ reason: String) {
+        disconnect()
+        core.setState(.unavailable(reason: reason))
+        core.retryLater { [weak self] in self?.connect() }
+    }
+
+    private func disconnect() {
+        if let search = searching { search.deadline?.cancel() }
+        searching = nil
+        if let s = decoder.statistics as DecoderStatistics? {
+            countedErrors += s.framing.rejectedSentences + s.malformedSentences
+        }
+        decoder = NMEADecoder(requiresChecksum: !configuration.allowMissingChecksum)
+        if let source {
+            source.cancel()  // its cancel handler closes the device
+        } else {
+            device?.close()
+        }
+        source = nil
+        device = nil
+    }
+}
