@@ -182,6 +182,10 @@ public final class SerialReceiver: Receiver, @unchecked Sendable {
     }
 
     private func fail(_ reason: String) {
+        if searching == nil {
+            // What arrived before the device went away is complete: deliver its last epoch.
+            decoder.finish { core.deliver($0) }
+        }
         disconnect()
         core.setState(.unavailable(reason: reason))
         core.retryLater { [weak self] in self?.connect() }

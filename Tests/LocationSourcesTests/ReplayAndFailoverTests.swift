@@ -1,0 +1,117 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import LocationCore
+import LocationPosix
+import LocationSources
+import Testing
+
+@Suite("Replay receiver", .serialized)
+struct ReplayReceiverTests {
+    @Test("as fast as possible: the same fixes as the decoder, then unavailable at the end of the file")
+    func fastReplay() {
+        let name = "garmin-10x.log"
+        let expected = TestCaptures.decode(TestCaptures.receiverBytes(name)).map { f -> Fix in var g = f; g.device = "demo"; return g }
+        let receiver = ReplayReceiver(ReceiverConfiguration(name: "demo", source: .replay(file: TestCaptures.path(name), rate: nil, loop: false),
+                                                            staleAfter: 3600))
+        let events = EventRecorder()
+        receiver.start(events.handler)
+        #expect(events.wait(timeout: 10) { r in
+            r.statuses.contains { if case .unavailable(let why) = $0.state { return why.contains("end of file") } else { return false } }
+        })
+        receiver.stop()
+        let got = events.fixes.filter { !($0.mode == .noFix && $0.time == nil) }
+        #expect(got == expected)
+    }
+
+    @Test("at 20× the capture's pace it takes at least 1/20 of the capture's span")
+    func pacedReplay() {
+        let name = "garmin15x.log"
+        let fixes = TestCaptures.decode(TestCaptures.receiverBytes(name))
+        let times = fixes.compactMap(\.time)
+        let span = times.last!.seconds(since: times.first!)!
+        let receiver = ReplayReceiver(ReceiverConfiguration(name: "demo", source: .replay(file: TestCaptures.path(name), rate: 20, loop: false)))
+        let events = EventRecorder()
+        let start = monotonic()
+        receiver.start(events.handler)
+        #expect(events.wait(timeout: span) { $0.fixes.filter { $0.time != nil }.count >= fixes.count })
+        let elapsed = monotonic() - start
+        receiver.stop()
+        #expect(elapsed >= span / 20 * 0.9, "played \(span) s of capture in \(elapsed) s")
+    }
+
+    @Test("looping plays the capture again")
+    func looping() {
+        let name = "garmin17n.log"
+        let perPass = TestCaptures.decode(TestCaptures.receiverBytes(name)).filter(\.hasPosition).count
+        let receiver = ReplayReceiver(ReceiverConfiguration(name: "demo", source: .replay(file: TestCaptures.path(name), rate: nil, loop: true)))
+        let events = EventRecorder()
+        receiver.start(events.handler)
+        #expect(events.wait(timeout: 10) { $0.fixes.filter(\.hasPosition).count >= 3 * perPass })
+        receiver.stop()
+    }
+
+    @Test("a missing file is unavailable with the reason, and retried")
+    func missingFile() {
+        let receiver = ReplayReceiver(ReceiverConfiguration(name: "demo", source: .replay(file: "/nonexistent/capture.nmea", rate: 1, loop: false)))
+        let events = EventRecorder()
+        receiver.start(events.handler)
+        #expect(events.wait(timeout: 3) { r in
+            r.statuses.contains { if case .unavailable(let why) = $0.state { return why.contains("No such file") } else { return false } }
+        })
+        receiver.stop()
+    }
+}
+
+@Suite("Failover between receivers")
+struct FailoverTests {
+    static func fix(_ device: String, _ second: Int, valid: Bool = true) -> Fix {
+        Fix(device: device, time: UTCTime(date: CivilDate(year: 2020, month: 1, day: 1), millisecondsOfDay: second * 1000),
+            mode: valid ? .threeDimensional : .noFix, latitude: valid ? 1 : nil, longitude: valid ? 2 : nil)
+    }
+
+    @Test("the higher priority wins while it has a fix; loss, silence and return switch as specified")
+    func selector() {
+        var s = FixSelector(receivers: [("low", 0), ("high", 10)])
+        #expect(s.fix(Self.fix("low", 1), from: "low", now: 0) == .publish(Self.fix("low", 1)))
+        #expect(s.selected == "low")
+        // The higher-priority receiver gets a fix: it takes over at once.
+        #expect(s.fix(Self.fix("high", 1), from: "high", now: 0.1) == .publish(Self.fix("high", 1)))
+        #expect(s.fix(Self.fix("low", 2), from: "low", now: 1) == .none)
+        #expect(s.fix(Self.fix("high", 2), from: "high", now: 1.1) == .publish(Self.fix("high", 2)))
+        // It loses its fix: the other one's latest fix is published at once.
+        #expect(s.fix(Self.fix("high", 3, valid: false), from: "high", now: 2.1) == .publish(Self.fix("low", 2)))
+        #expect(s.selected == "low")
+        // It returns.
+        #expect(s.fix(Self.fix("high", 4), from: "high", now: 3.1) == .publish(Self.fix("high", 4)))
+        // It falls silent: after 1.5 s without a fix, the low one is chosen.
+        _ = s.fix(Self.fix("low", 4), from: "low", now: 3.2)
+        _ = s.fix(Self.fix("low", 5), from: "low", now: 4.2)
+        #expect(s.tick(now: 4.5) == .none)
+        #expect(s.tick(now: 4.7) == .publish(Self.fix("low", 5)))
+        // It disappears (unavailable) after returning: immediate switch.
+        _ = s.fix(Self.fix("high", 6), from: "high", now: 5)
+        #expect(s.connection("high", connected: false, now: 5.1) != .none)
+        #expect(s.selected == "low")
+        // Nobody has a fix: one no-fix is published.
+        #expect(s.connection("low", connected: false, now: 6) == .publish(Fix(device: "low", mode: .noFix)))
+        #expect(s.tick(now: 7) == .none)
+    }
+
+    @Test("two replay receivers: when the higher-priority one stops, fixes come from the other within 2 s")
+    func replayFailover() {
+        let high = ReplayReceiver(ReceiverConfiguration(name: "high", source: .replay(file: TestCaptures.path("garmin15x.log"), rate: 10, loop: false), priority: 10))
+        let low = ReplayReceiver(ReceiverConfiguration(name: "low", source: .replay(file: TestCaptures.path("haicom-305N.log"), rate: 10, loop: true), priority: 0))
+        let set = ReceiverSet([high, low])
+        let events = EventRecorder()
+        set.start(events.setHandler)
+        #expect(events.wait(timeout: 10) { $0.fixes.contains { $0.device == "high" && $0.hasPosition } })
+        #expect(events.wait(timeout: 30) { r in
+            r.statuses.contains { $0.name == "high" && { if case .unavailable = $0.state { return true } else { return false } }($0) }
+        })
+        let stoppedAt = monotonic()
+        #expect(events.wait(timeout: 5) { $0.fixes.last?.device == "low" && $0.fixes.last?.hasPosition == true })
+        #expect(monotonic() - stoppedAt < 2)
+        set.stop()
+    }
+}
