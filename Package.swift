@@ -20,13 +20,21 @@ let package = Package(
         .target(name: "LocationWire", dependencies: ["LocationCore"]),
         // C shims for calls Swift cannot import (variadic ioctl, struct ucred).
         .target(name: "CPosixShims"),
+        // libgps (gpsd's client library), for the gpsd receiver.
+        .systemLibrary(name: "CLibgps", pkgConfig: "libgps", providers: [.apt(["libgps-dev"])]),
         // Typed wrappers over POSIX: errno, file descriptors, termios serial ports, pseudo-terminals.
         .target(name: "LocationPosix", dependencies: ["CPosixShims"]),
         // Receivers: serial NMEA, gpsd through libgps, capture replay; failover between them.
-        .target(name: "LocationSources", dependencies: ["NMEA", "LocationCore", "LocationPosix"]),
+        .target(name: "LocationSources", dependencies: ["NMEA", "LocationCore", "LocationPosix", "CLibgps"]),
+        // inih, Debian's libinih-dev: the config file parser.
+        .systemLibrary(name: "CInih", providers: [.apt(["libinih-dev"])]),
+        // The daemon: config, socket server, publisher.
+        .target(name: "LocationServer", dependencies: ["LocationSources", "LocationWire", "LocationPosix", "LocationCore", "CInih", "CPosixShims"]),
+        .executableTarget(name: "locationd", dependencies: ["LocationServer"]),
         .executableTarget(name: "locationctl", dependencies: ["NMEA", "LocationWire", "LocationCore"]),
         .testTarget(name: "NMEATests", dependencies: ["NMEA", "LocationCore", "LocationWire"]),
         .testTarget(name: "LocationWireTests", dependencies: ["LocationWire", "LocationCore"]),
+        .testTarget(name: "LocationServerTests", dependencies: ["LocationServer", "LocationSources", "LocationWire", "LocationPosix", "LocationCore"]),
         .testTarget(name: "LocationSourcesTests", dependencies: ["LocationSources", "LocationPosix", "NMEA", "LocationCore"]),
     ]
 )

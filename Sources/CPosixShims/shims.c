@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <termios.h>
 #include <unistd.h>
+#include <sys/syscall.h>
 
 int locationd_tty_set_exclusive(int fd) { return ioctl(fd, TIOCEXCL); }
 
@@ -61,3 +62,11 @@ int locationd_open_pty(char *name, size_t name_size) {
     }
     return m;
 }
+
+int locationd_accept(int fd) { return accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC); }
+
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
+#endif
+
+int locationd_pidfd_alive(int pidfd) { return (int)syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0); }

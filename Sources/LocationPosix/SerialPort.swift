@@ -166,7 +166,7 @@ public final class PseudoTerminal {
         let m = locationd_open_pty(&name, name.count)
         guard m >= 0 else { throw .current }
         master = m
-        slavePath = String(cString: name)
+        slavePath = String(decoding: name.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
         keeper = open(slavePath, O_RDWR | O_NOCTTY | O_CLOEXEC)
         if keeper >= 0 {
             var attributes = termios()

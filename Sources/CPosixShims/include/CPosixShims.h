@@ -24,6 +24,12 @@ int locationd_peer_pidfd(int fd);
 /// The termios speed constant (B4800 ...) for a line speed in bit/s; 0 when there is none.
 uint32_t locationd_speed_constant(uint32_t bits_per_second);
 
+/// accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC) (a GNU extension).
+int locationd_accept(int fd);
+
+/// pidfd_send_signal(pidfd, 0, NULL, 0): 0 while the process the pidfd refers to exists.
+int locationd_pidfd_alive(int pidfd);
+
 /// posix_openpt(O_RDWR|O_NOCTTY|O_CLOEXEC) + grantpt + unlockpt + ptsname_r: the master fd, the slave
 /// path in `name`. -1 with errno on failure.
 int locationd_open_pty(char *name, size_t name_size);

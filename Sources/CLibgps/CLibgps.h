@@ -1,0 +1,107 @@
+// The libgps API (gps.h) for Swift, plus the few helpers Swift cannot import as they stand.
+// Written against gpsd 3.22 (GPSD_API_MAJOR_VERSION 11, Debian 12's libgps-dev).
+#ifndef CLIBGPS_H
+#define CLIBGPS_H
+
+#include <gps.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#if GPSD_API_MAJOR_VERSION < 9
+#error "locationd needs libgps API 9 or later (gpsd >= 3.19: timespec fix times, altHAE/altMSL)"
+#endif
+
+/// gps_stream(3) flags, as typed constants (the macros carry a `u` suffix).
+static const unsigned int CLIBGPS_WATCH_ENABLE = WATCH_ENABLE;
+static const unsigned int CLIBGPS_WATCH_JSON = WATCH_JSON;
+static const unsigned int CLIBGPS_WATCH_DEVICE = WATCH_DEVICE;
+
+/// gps_data_t.set bits (gps_mask_t) the receiver reads.
+static const gps_mask_t CLIBGPS_TIME_SET = TIME_SET;
+static const gps_mask_t CLIBGPS_STATUS_SET = STATUS_SET;
+static const gps_mask_t CLIBGPS_MODE_SET = MODE_SET;
+static const gps_mask_t CLIBGPS_DOP_SET = DOP_SET;
+static const gps_mask_t CLIBGPS_SATELLITE_SET = SATELLITE_SET;
+
+/// netlib errors gps_open(3) leaves in errno (negative).
+static const int CLIBGPS_NL_NOHOST = NL_NOHOST;
+static const int CLIBGPS_NL_NOCONNECT = NL_NOCONNECT;
+
+/// gps_stream(3) with SIGPIPE blocked on the calling thread: if gpsd has already closed the connection,
+/// the write fails with EPIPE instead of killing the process. A SIGPIPE this call raised is consumed;
+/// one that was pending before stays pending. Returns gps_stream's result, errno preserved.
+static inline int clibgps_stream(struct gps_data_t *data, unsigned int flags, const char *device) {
+    sigset_t pipe_only, previous, pending;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_only, &previous);
+    sigpending(&pending);
+    int was_pending = sigismember(&pending, SIGPIPE);
+    int status = gps_stream(data, flags, (void *)device);
+    int saved = errno;
+    if (status != 0 && !was_pending) {
+        sigpending(&pending);
+        if (sigismember(&pending, SIGPIPE)) {
+            struct timespec zero = {0, 0};
+            while (sigtimedwait(&pipe_only, NULL, &zero) < 0 && errno == EINTR) {}
+        }
+    }
+    pthread_sigmask(SIG_SETMASK, &previous, NULL);
+    errno = saved;
+    return status;
+}
+
+/// Why a TCP connection to host:port fails, after gps_open(3) reported NL_NOCONNECT (libgps replaces the
+/// connect(2) errno with its own code). Tries each address once, waiting at most `timeout_ms` for each.
+/// Returns 0 when a connection now succeeds, else the errno of the last attempt (ECONNREFUSED, ETIMEDOUT,
+/// ENETUNREACH, ...), or -1 when the host does not resolve.
+static inline int clibgps_connect_errno(const char *host, const char *port, int timeout_ms) {
+    struct addrinfo hints, *list = NULL, *ai;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    if (getaddrinfo(host, port, &hints, &list) != 0 || list == NULL) {
+        return -1;
+    }
+    int result = ECONNREFUSED;
+    for (ai = list; ai != NULL; ai = ai->ai_next) {
+        int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
+        if (fd < 0) {
+            result = errno;
+            continue;
+        }
+        int status = connect(fd, ai->ai_addr, ai->ai_addrlen);
+        if (status == 0) {
+            result = 0;
+        } else if (errno == EINPROGRESS) {
+            struct pollfd p = {fd, POLLOUT, 0};
+            int ready;
+            do { ready = poll(&p, 1, timeout_ms); } while (ready < 0 && errno == EINTR);
+            if (ready == 0) {
+                result = ETIMEDOUT;
+            } else {
+                int error = 0;
+                socklen_t length = sizeof error;
+                result = getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0 ? error : errno;
+            }
+        } else {
+            result = errno;
+        }
+        close(fd);
+        if (result == 0) {
+            break;
+        }
+    }
+    freeaddrinfo(list);
+    return result;
+}
+
+#endif

@@ -1,0 +1,115 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CPosixShims
+
+/// A listening `AF_UNIX` `SOCK_STREAM` socket, non-blocking, close-on-exec.
+public struct ListeningSocket: Sendable {
+    public let fileDescriptor: Int32
+    /// The path it is bound to; nil when it was inherited (socket activation) without one known.
+    public let path: String?
+
+    /// Wraps a descriptor that is already listening (e.g. from systemd's LISTEN_FDS).
+    public init(inherited fd: Int32, path: String?) {
+        fileDescriptor = fd
+        self.path = path
+        _ = FileDescriptorOps.setNonBlocking(fd)
+    }
+
+    /// Binds and listens on `path` with permissions `mode`. A stale socket file left by a dead daemon is
+    /// replaced; one that a live process still accepts on is not (`EADDRINUSE`).
+    /// - Throws: `Errno` of socket/bind/listen/chmod.
+    public init(path: String, mode: mode_t = 0o666, backlog: Int32 = 128) throws(Errno) {
+        var address = try unixAddress(path)
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw .current }
+        func bindOnce() -> Int32 {
+            withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            }
+        }
+        if bindOnce() != 0 {
+            let e = Errno.current
+            guard e == .addressInUse, !ListeningSocket.isLive(path) else { Glibc.close(fd); throw e }
+            unlink(path)
+            guard bindOnce() == 0 else { let e2 = Errno.current; Glibc.close(fd); throw e2 }
+        }
+        guard chmod(path, mode) == 0, listen(fd, backlog) == 0 else {
+            let e = Errno.current
+            Glibc.close(fd)
+            throw e
+        }
+        fileDescriptor = fd
+        self.path = path
+    }
+
+    /// True when something accepts connections on `path`.
+    public static func isLive(_ path: String) -> Bool {
+        guard var address = try? unixAddress(path) else { return false }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { Glibc.close(fd) }
+        let r = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        return r == 0
+    }
+
+    /// accept4(2) with SOCK_NONBLOCK|SOCK_CLOEXEC; `.wouldBlock` when no connection is waiting.
+    public func accept() -> Result<Int32, Errno> {
+        retryingOnInterrupt { locationd_accept(fileDescriptor) }
+    }
+
+    /// Closes the socket and removes its file.
+    public func close(unlinking: Bool = true) {
+        FileDescriptorOps.close(fileDescriptor)
+        if unlinking, let path { unlink(path) }
+    }
+}
+
+/// A `sockaddr_un` for `path`. - Throws: `Errno.invalidArgument` when the path does not fit (108 bytes).
+public func unixAddress(_ path: String) throws(Errno) -> sockaddr_un {
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    let bytes = Array(path.utf8)
+    let capacity = MemoryLayout.size(ofValue: address.sun_path)
+    guard !bytes.isEmpty, bytes.count < capacity else { throw .invalidArgument }
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+        for (i, b) in bytes.enumerated() { raw[i] = b }
+        raw[bytes.count] = 0
+    }
+    return address
+}
+
+/// send(2) with MSG_NOSIGNAL (a vanished peer gives EPIPE, never SIGPIPE); `.wouldBlock` when full.
+public func sendNoSignal(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) -> Result<Int, Errno> {
+    retryingOnInterrupt { send(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL)) }
+}
+
+/// Who is on the other end of a Unix socket, from the kernel (never from the client).
+public struct PeerCredentials: Hashable, Sendable {
+    public var pid: Int32
+    public var uid: UInt32
+    public var gid: UInt32
+
+    /// getsockopt(SO_PEERCRED). - Throws: `Errno`.
+    public init(socket fd: Int32) throws(Errno) {
+        var pid: Int32 = 0, uid: UInt32 = 0, gid: UInt32 = 0
+        guard locationd_peer_credentials(fd, &pid, &uid, &gid) == 0 else { throw .current }
+        self.pid = pid
+        self.uid = uid
+        self.gid = gid
+    }
+
+    public init(pid: Int32, uid: UInt32, gid: UInt32) {
+        self.pid = pid
+        self.uid = uid
+        self.gid = gid
+    }
+}
+
+/// getsockopt(SO_PEERPIDFD) (Linux 6.5+): a pidfd for the peer, or nil where the kernel lacks it.
+public func peerPidFD(_ socket: Int32) -> Int32? {
+    let fd = locationd_peer_pidfd(socket)
+    return fd >= 0 ? fd : nil
+}

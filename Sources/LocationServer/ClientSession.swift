@@ -1,0 +1,98 @@
+import Dispatch
+import LocationCore
+import LocationPosix
+
+/// One connected client: its identity, its subscription, and its bounded outbound queue.
+/// Touched only on the server's queue.
+final class ClientSession {
+    let id: Int
+    let fd: Int32
+    let identity: ClientIdentity
+    var readSource: DispatchSourceRead?
+    var writeSource: DispatchSourceWrite?
+    var stuckTimer: DispatchSourceTimer?
+
+    /// Bytes of an incomplete request line.
+    var inbound: [UInt8] = []
+    /// After an over-long request: drop bytes up to the next newline.
+    var discardingLine = false
+
+    /// Messages waiting to be written, oldest first; `sentOfFirst` bytes of the first are already out.
+    var outbound: [[UInt8]] = []
+    var sentOfFirst = 0
+    var outboundBytes = 0
+    /// Index in `outbound` of a location report nothing of which was written yet: a newer one replaces it.
+    var replaceableLocation: Int?
+    /// Location reports replaced by newer ones before the client read them.
+    var coalesced = 0
+
+    // Subscription (WATCH).
+    var subscribed = false
+    var minInterval = 0.0
+    var distanceFilter = 0.0
+    var lastDelivered: Fix?
+    var lastDeliveredAt = -Double.infinity
+    /// The last STATE told: nil before any, true with a fix, false without.
+    var toldFix: Bool?
+
+    /// Pending POLLs: their timeout timers.
+    var polls: [Int: DispatchWorkItem] = [:]
+    var nextPoll = 0
+
+    // Abuse accounting.
+    var badRequests = 0
+    var windowStart = 0.0
+    var requestsInWindow = 0
+    var bytesInWindow = 0
+
+    var closed = false
+    let connectedAt: Double
+
+    init(id: Int, fd: Int32, identity: ClientIdentity, now: Double) {
+        self.id = id
+        self.fd = fd
+        self.identity = identity
+        self.connectedAt = now
+    }
+
+    var hasPendingOutput: Bool { !outbound.isEmpty }
+
+    /// Queues a message; a location report replaces one still wholly unsent (only the newest matters).
+    func enqueue(_ bytes: [UInt8], isLocation: Bool) {
+        if isLocation, let index = replaceableLocation, index < outbound.count, !(index == 0 && sentOfFirst > 0) {
+            outboundBytes += bytes.count - outbound[index].count
+            outbound[index] = bytes
+            coalesced += 1
+            return
+        }
+        outbound.append(bytes)
+        outboundBytes += bytes.count
+        if isLocation { replaceableLocation = outbound.count - 1 }
+    }
+
+    /// Writes as much as the socket takes. Returns `.wouldBlock` when bytes remain, `.success` when drained.
+    func flush() -> Result<Bool, Errno> {
+        var progressed = false
+        while let first = outbound.first {
+            let result = first.withUnsafeBytes { raw in
+                sendNoSignal(fd, UnsafeRawBufferPointer(rebasing: raw[sentOfFirst...]))
+            }
+            switch result {
+            case .success(let n):
+                progressed = true
+                sentOfFirst += n
+                outboundBytes -= n
+                if sentOfFirst == first.count {
+                    outbound.removeFirst()
+                    sentOfFirst = 0
+                    if let i = replaceableLocation { replaceableLocation = i > 0 ? i - 1 : nil }
+                }
+            case .failure(.wouldBlock):
+                return .success(progressed)
+            case .failure(let e):
+                return .failure(e)
+            }
+        }
+        return .success(progressed)
+    }
+}

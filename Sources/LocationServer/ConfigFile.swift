@@ -1,0 +1,102 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CInih
+
+/// One `key = value` of a config file, with where it was written.
+public struct ConfigEntry: Hashable, Sendable {
+    public var section: String
+    public var key: String
+    public var value: String
+    public var file: String
+    public var line: Int
+}
+
+/// A config file error, reported as `FILE:LINE: key: message` (the daemon then exits 78, EX_CONFIG).
+public struct ConfigFileError: Error, Hashable, Sendable, CustomStringConvertible {
+    public var file: String
+    public var line: Int?
+    public var key: String?
+    public var message: String
+
+    public init(file: String, line: Int?, key: String?, message: String) {
+        self.file = file
+        self.line = line
+        self.key = key
+        self.message = message
+    }
+
+    public var description: String {
+        var s = file
+        if let line { s += ":\(line)" }
+        s += ": "
+        if let key { s += "\(key): " }
+        return s + message
+    }
+}
+
+/// Reads INI files with inih (`ini_parse_stream`), keeping each entry's line number.
+public enum ConfigFile {
+    private final class ParseState {
+        let file: UnsafeMutablePointer<FILE>
+        let path: String
+        var line = 0
+        var atLineStart = true
+        var entries: [ConfigEntry] = []
+
+        init(file: UnsafeMutablePointer<FILE>, path: String) {
+            self.file = file
+            self.path = path
+        }
+    }
+
+    /// Parses one file into its entries, in order.
+    /// - Throws: `ConfigFileError` when the file cannot be read or a line is not INI.
+    public static func read(_ path: String) throws(ConfigFileError) -> [ConfigEntry] {
+        guard let file = fopen(path, "r") else {
+            throw ConfigFileError(file: path, line: nil, key: nil, message: "cannot read: \(String(cString: strerror(errno)))")
+        }
+        defer { fclose(file) }
+        let state = ParseState(file: file, path: path)
+        let context = Unmanaged.passUnretained(state).toOpaque()
+        let reader: ini_reader = { buffer, size, stream in
+            let state = Unmanaged<ParseState>.fromOpaque(stream!).takeUnretainedValue()
+            guard let result = fgets(buffer, size, state.file) else { return nil }
+            if state.atLineStart { state.line += 1 }
+            let length = strlen(result)
+            state.atLineStart = length > 0 && result[length - 1] == 10
+            return result
+        }
+        let handler: ini_handler = { user, section, name, value in
+            let state = Unmanaged<ParseState>.fromOpaque(user!).takeUnretainedValue()
+            guard let name, let value else { return 1 }  // a section header alone
+            state.entries.append(ConfigEntry(section: section.map { String(cString: $0) } ?? "", key: String(cString: name),
+                                             value: String(cString: value), file: state.path, line: state.line))
+            return 1
+        }
+        let result = ini_parse_stream(reader, context, handler, context)
+        if result > 0 {
+            throw ConfigFileError(file: path, line: Int(result), key: nil, message: "not a section header or key = value line")
+        }
+        if result < 0 {
+            throw ConfigFileError(file: path, line: nil, key: nil, message: "cannot parse (error \(result))")
+        }
+        return state.entries
+    }
+
+    /// The main file's entries followed by those of `DIR/*.conf` beside it (`conf.d`), in name order,
+    /// so that later files override earlier ones.
+    public static func readWithDropIns(_ path: String, dropInDirectory: String?) throws(ConfigFileError) -> [ConfigEntry] {
+        var entries = try read(path)
+        if let dir = dropInDirectory, let stream = opendir(dir) {
+            var names: [String] = []
+            while let entry = readdir(stream) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+                if name.hasSuffix(".conf") && !name.hasPrefix(".") { names.append(name) }
+            }
+            closedir(stream)
+            for name in names.sorted() { entries += try read(dir + "/" + name) }
+        }
+        return entries
+    }
+}

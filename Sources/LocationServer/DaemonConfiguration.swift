@@ -1,0 +1,239 @@
+import LocationSources
+
+/// Log levels, as syslog priorities (journald reads `<N>` prefixes on stderr).
+public enum LogLevel: Int, Comparable, Sendable, CaseIterable {
+    case error = 3
+    case warning = 4
+    case notice = 5
+    case info = 6
+    case debug = 7
+
+    public init?(name: String) {
+        switch name {
+        case "error", "err": self = .error
+        case "warning", "warn": self = .warning
+        case "notice": self = .notice
+        case "info": self = .info
+        case "debug": self = .debug
+        default: return nil
+        }
+    }
+
+    public var name: String {
+        switch self {
+        case .error: return "error"
+        case .warning: return "warning"
+        case .notice: return "notice"
+        case .info: return "info"
+        case .debug: return "debug"
+        }
+    }
+
+    public static func < (a: LogLevel, b: LogLevel) -> Bool { a.rawValue < b.rawValue }
+}
+
+/// Access a rule grants (Core Location's authorization, chosen by the administrator).
+public enum AccessRule: String, Sendable, Hashable {
+    case deny, ask, once, always
+}
+
+/// The most precise accuracy a rule allows.
+public enum AccuracyRule: String, Sendable, Hashable {
+    case full, reduced
+}
+
+/// A `[client NAME]` rule: which clients it matches (every key given must match) and what they get.
+public struct ClientRule: Sendable, Hashable {
+    public var name: String
+    public var executable: String?
+    public var user: String?
+    public var group: String?
+    public var unit: String?
+    public var access: AccessRule
+    public var accuracy: AccuracyRule
+    /// Purpose keys the client may cite for temporary full accuracy, with their texts.
+    public var purposes: [String: String]
+    /// Line of the section, for messages.
+    public var line: Int
+}
+
+/// The `[policy]` defaults, and the rule for clients no `[client]` section matches.
+public struct PolicyDefaults: Sendable, Hashable {
+    public var access: AccessRule = .ask
+    public var accuracy: AccuracyRule = .reduced
+    /// Seconds a one-time grant lasts at most.
+    public var onceLifetime: Double = 3600
+    /// Seconds to wait for an agent's answer.
+    public var askTimeout: Double = 30
+    /// Reduced-accuracy grid step, metres.
+    public var reducedGrid: Double = 2000
+    /// Seconds between reduced-accuracy updates.
+    public var reducedInterval: Double = 900
+}
+
+/// The whole configuration of the daemon (ARCHITECTURE.md "Config file sketch"; Config/locationd.conf
+/// documents every key).
+public struct DaemonConfiguration: Sendable {
+    public var socketPath = "/run/locationd/locationd.sock"
+    public var stateDirectory = "/var/lib/locationd"
+    public var adminGroup = "locationd-admin"
+    public var logLevel = LogLevel.info
+    /// Most clients connected at once; the next gets an ERROR and is closed.
+    public var maxClients = 1024
+    /// Seconds a client may leave queued messages unread before it is disconnected.
+    public var clientTimeout = 30.0
+    public var receivers: [ReceiverConfiguration] = []
+    public var policy = PolicyDefaults()
+    public var clients: [ClientRule] = []
+
+    public init() {}
+
+    static let daemonKeys: Set<String> = ["socket", "state-directory", "admin-group", "log-level", "max-clients", "client-timeout"]
+    static let policyKeys: Set<String> = ["access", "accuracy", "once-lifetime", "ask-timeout", "reduced-grid", "reduced-interval"]
+    static let clientKeys: Set<String> = ["executable", "user", "group", "unit", "access", "accuracy"]
+
+    /// Loads `path` and the drop-ins of `dropInDirectory`, validating every section and key.
+    /// - Throws: `ConfigFileError` with file, line and key for the first problem.
+    public static func load(path: String, dropInDirectory: String? = nil) throws(ConfigFileError) -> DaemonConfiguration {
+        let entries = try ConfigFile.readWithDropIns(path, dropInDirectory: dropInDirectory)
+        return try DaemonConfiguration(entries: entries)
+    }
+
+    /// Builds the configuration from parsed entries (later entries override earlier ones).
+    public init(entries: [ConfigEntry]) throws(ConfigFileError) {
+        // Group by section, keeping order of first appearance and the last value of each key.
+        var order: [String] = []
+        var sections: [String: [String: ConfigEntry]] = [:]
+        for e in entries {
+            if sections[e.section] == nil { order.append(e.section); sections[e.section] = [:] }
+            sections[e.section]![e.key] = e
+        }
+        for section in order {
+            let values = sections[section]!
+            let sorted = values.values.sorted { ($0.file, $0.line) < ($1.file, $1.line) }
+            func fail(_ e: ConfigEntry, _ message: String) -> ConfigFileError {
+                ConfigFileError(file: e.file, line: e.line, key: e.key, message: message)
+            }
+            if section == "daemon" {
+                for e in sorted {
+                    guard Self.daemonKeys.contains(e.key) else { throw fail(e, "unknown key in [daemon]") }
+                    switch e.key {
+                    case "socket":
+                        guard e.value.hasPrefix("/") else { throw fail(e, "'\(e.value)' is not an absolute path") }
+                        socketPath = e.value
+                    case "state-directory":
+                        guard e.value.hasPrefix("/") else { throw fail(e, "'\(e.value)' is not an absolute path") }
+                        stateDirectory = e.value
+                    case "admin-group":
+                        guard !e.value.isEmpty else { throw fail(e, "empty group name") }
+                        adminGroup = e.value
+                    case "log-level":
+                        guard let level = LogLevel(name: e.value) else {
+                            throw fail(e, "'\(e.value)' is not error, warning, notice, info or debug")
+                        }
+                        logLevel = level
+                    case "max-clients":
+                        guard let n = Int(e.value), n >= 1, n <= 65536 else { throw fail(e, "'\(e.value)' is not a number from 1 to 65536") }
+                        maxClients = n
+                    case "client-timeout":
+                        guard let s = ReceiverConfiguration.seconds(e.value), s > 0 else { throw fail(e, "'\(e.value)' is not a duration (e.g. 30s)") }
+                        clientTimeout = s
+                    default: break
+                    }
+                }
+            } else if section.hasPrefix("receiver ") {
+                let name = String(section.dropFirst("receiver ".count)).trimmingSpaces
+                guard !name.isEmpty, let first = sorted.first else {
+                    throw ConfigFileError(file: sorted.first?.file ?? "", line: sorted.first?.line, key: nil, message: "[receiver] needs a name")
+                }
+                for e in sorted where !ReceiverConfiguration.keys.contains(e.key) {
+                    throw fail(e, "unknown key in [receiver \(name)]")
+                }
+                do {
+                    receivers.append(try ReceiverConfiguration(name: name) { key in
+                        values[key].map { (value: $0.value, line: $0.line) }
+                    })
+                } catch {
+                    let entry = values[error.key]
+                    throw ConfigFileError(file: entry?.file ?? first.file, line: error.line ?? entry?.line ?? first.line,
+                                          key: error.key, message: error.message)
+                }
+            } else if section == "policy" {
+                for e in sorted {
+                    guard Self.policyKeys.contains(e.key) else { throw fail(e, "unknown key in [policy]") }
+                    switch e.key {
+                    case "access":
+                        guard let a = AccessRule(rawValue: e.value) else { throw fail(e, "'\(e.value)' is not deny, ask, once or always") }
+                        policy.access = a
+                    case "accuracy":
+                        guard let a = AccuracyRule(rawValue: e.value) else { throw fail(e, "'\(e.value)' is not full or reduced") }
+                        policy.accuracy = a
+                    case "once-lifetime", "ask-timeout", "reduced-interval":
+                        guard let s = ReceiverConfiguration.seconds(e.value), s > 0 else { throw fail(e, "'\(e.value)' is not a duration (e.g. 30s, 15min, 1h)") }
+                        if e.key == "once-lifetime" { policy.onceLifetime = s }
+                        if e.key == "ask-timeout" { policy.askTimeout = s }
+                        if e.key == "reduced-interval" { policy.reducedInterval = s }
+                    case "reduced-grid":
+                        guard let m = Double(e.value), m >= 100, m <= 100_000 else { throw fail(e, "'\(e.value)' is not a number of metres from 100 to 100000") }
+                        policy.reducedGrid = m
+                    default: break
+                    }
+                }
+            } else if section.hasPrefix("client ") {
+                let name = String(section.dropFirst("client ".count)).trimmingSpaces
+                var rule = ClientRule(name: name, access: .ask, accuracy: .reduced, purposes: [:], line: sorted.first?.line ?? 0)
+                var sawAccess = false
+                for e in sorted {
+                    if e.key.hasPrefix("purpose.") {
+                        let key = String(e.key.dropFirst("purpose.".count))
+                        guard !key.isEmpty, !e.value.isEmpty else { throw fail(e, "a purpose needs a name and a text") }
+                        rule.purposes[key] = e.value
+                        continue
+                    }
+                    guard Self.clientKeys.contains(e.key) else { throw fail(e, "unknown key in [client \(name)]") }
+                    switch e.key {
+                    case "executable":
+                        guard e.value.hasPrefix("/") else { throw fail(e, "'\(e.value)' is not an absolute path") }
+                        rule.executable = e.value
+                    case "user": rule.user = e.value
+                    case "group": rule.group = e.value
+                    case "unit": rule.unit = e.value
+                    case "access":
+                        guard let a = AccessRule(rawValue: e.value) else { throw fail(e, "'\(e.value)' is not deny, ask, once or always") }
+                        rule.access = a
+                        sawAccess = true
+                    case "accuracy":
+                        guard let a = AccuracyRule(rawValue: e.value) else { throw fail(e, "'\(e.value)' is not full or reduced") }
+                        rule.accuracy = a
+                    default: break
+                    }
+                }
+                guard let first = sorted.first else { continue }
+                guard rule.executable != nil || rule.user != nil || rule.group != nil || rule.unit != nil else {
+                    throw ConfigFileError(file: first.file, line: first.line, key: nil,
+                                          message: "[client \(name)] matches nothing: give executable, user, group or unit")
+                }
+                guard sawAccess else {
+                    throw ConfigFileError(file: first.file, line: first.line, key: "access", message: "missing in [client \(name)]")
+                }
+                clients.append(rule)
+            } else {
+                let e = sorted.first!
+                throw ConfigFileError(file: e.file, line: e.line, key: nil, message: "unknown section [\(section)]")
+            }
+        }
+        var names = Set<String>()
+        for r in receivers where !names.insert(r.name).inserted {
+            throw ConfigFileError(file: entries.first?.file ?? "", line: nil, key: nil, message: "receiver \(r.name) defined twice")
+        }
+    }
+}
+
+extension String {
+    var trimmingSpaces: String {
+        var s = Substring(self)
+        while s.first == " " || s.first == "\t" { s = s.dropFirst() }
+        while s.last == " " || s.last == "\t" { s = s.dropLast() }
+        return String(s)
+    }
+}

@@ -1,0 +1,38 @@
+import LocationSources
+
+extension DaemonConfiguration {
+    /// The effective configuration as INI text, every setting with its value (defaults included).
+    public var effectiveDescription: String {
+        var s = "[daemon]\n"
+        s += "socket = \(socketPath)\nstate-directory = \(stateDirectory)\nadmin-group = \(adminGroup)\n"
+        s += "log-level = \(logLevel.name)\nmax-clients = \(maxClients)\nclient-timeout = \(clientTimeout)s\n"
+        for r in receivers {
+            s += "\n[receiver \(r.name)]\n"
+            switch r.source {
+            case let .serial(path, speed):
+                s += "type = serial\npath = \(path)\nspeed = \(speed.map(String.init) ?? "auto")\n"
+            case let .gpsd(host, port, device):
+                s += "type = gpsd\nserver = \(host.contains(":") ? "[\(host)]" : host):\(port)\n"
+                if let device { s += "device = \(device)\n" }
+            case let .replay(file, rate, loop):
+                s += "type = replay\nfile = \(file)\nrate = \(rate.map { "\($0)" } ?? "max")\nloop = \(loop ? "yes" : "no")\n"
+            }
+            s += "priority = \(r.priority)\n"
+            s += "stale-after = \(r.staleAfter.map { "\($0)s" } ?? "auto")\n"
+            s += "allow-missing-checksum = \(r.allowMissingChecksum ? "yes" : "no")\n"
+        }
+        s += "\n[policy]\naccess = \(policy.access.rawValue)\naccuracy = \(policy.accuracy.rawValue)\n"
+        s += "once-lifetime = \(policy.onceLifetime)s\nask-timeout = \(policy.askTimeout)s\n"
+        s += "reduced-grid = \(policy.reducedGrid)\nreduced-interval = \(policy.reducedInterval)s\n"
+        for c in clients {
+            s += "\n[client \(c.name)]\n"
+            if let v = c.executable { s += "executable = \(v)\n" }
+            if let v = c.user { s += "user = \(v)\n" }
+            if let v = c.group { s += "group = \(v)\n" }
+            if let v = c.unit { s += "unit = \(v)\n" }
+            s += "access = \(c.access.rawValue)\naccuracy = \(c.accuracy.rawValue)\n"
+            for (k, v) in c.purposes.sorted(by: { $0.key < $1.key }) { s += "purpose.\(k) = \(v)\n" }
+        }
+        return s
+    }
+}

@@ -1,0 +1,44 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+/// The daemon's log: one event per line on stderr, prefixed `<N>` with its syslog priority so that
+/// journald files it at the right level, with `key=value` context (`client.uid=1000 client.exe=/usr/bin/foo`).
+public final class Log: Sendable {
+    public let level: Mutex<LogLevel>
+
+    public init(level: LogLevel) { self.level = Mutex(level) }
+
+    /// Writes `message` with `context` when `severity` is at or above the configured level.
+    public func log(_ severity: LogLevel, _ message: String, _ context: KeyValuePairs<String, String> = [:]) {
+        guard severity <= level.withLock({ $0 }) else { return }
+        var line = "<\(severity.rawValue)>\(message)"
+        for (k, v) in context {
+            line += " \(k)="
+            line += v.contains(" ") || v.contains("\"") || v.isEmpty ? "\"" + v.replacingAll("\"", "\\\"") + "\"" : v
+        }
+        line += "\n"
+        var bytes = Array(line.utf8)
+        bytes.withUnsafeMutableBytes { _ = write(2, $0.baseAddress, $0.count) }
+    }
+
+    public func error(_ m: String, _ c: KeyValuePairs<String, String> = [:]) { log(.error, m, c) }
+    public func warning(_ m: String, _ c: KeyValuePairs<String, String> = [:]) { log(.warning, m, c) }
+    public func notice(_ m: String, _ c: KeyValuePairs<String, String> = [:]) { log(.notice, m, c) }
+    public func info(_ m: String, _ c: KeyValuePairs<String, String> = [:]) { log(.info, m, c) }
+    public func debug(_ m: String, _ c: KeyValuePairs<String, String> = [:]) { log(.debug, m, c) }
+}
+
+extension String {
+    func replacingAll(_ target: String, _ replacement: String) -> String {
+        var out = ""
+        var rest = Substring(self)
+        while let r = rest.firstRange(of: target) {
+            out += rest[..<r.lowerBound]
+            out += replacement
+            rest = rest[r.upperBound...]
+        }
+        return out + rest
+    }
+}

@@ -1,0 +1,66 @@
+// locationd: the location daemon. A thin executable: parse arguments, load the config, run.
+#if canImport(Glibc)
+import Glibc
+#endif
+import LocationServer
+
+let usage = """
+    usage: locationd [--config FILE] [--check-config] [--version] [--help]
+
+      --config FILE    configuration file (default /etc/locationd/locationd.conf; drop-ins from
+                       conf.d/*.conf beside it are applied in name order)
+      --check-config   validate the configuration, print the effective settings and exit
+      --version        print the version and exit
+      -h, --help       show this help
+
+    """
+
+func fail(_ message: String, _ code: Int32) -> Never {
+    var bytes = Array("locationd: \(message)\n".utf8)
+    bytes.withUnsafeMutableBytes { _ = write(2, $0.baseAddress, $0.count) }
+    exit(code)
+}
+
+var configPath = "/etc/locationd/locationd.conf"
+var checkOnly = false
+var arguments = CommandLine.arguments.dropFirst()
+while let argument = arguments.popFirst() {
+    switch argument {
+    case "--config", "-c":
+        guard let value = arguments.popFirst() else { fail("--config needs a file\n\(usage)", 64) }
+        configPath = value
+    case _ where argument.hasPrefix("--config="):
+        configPath = String(argument.dropFirst("--config=".count))
+    case "--check-config":
+        checkOnly = true
+    case "--version":
+        print("locationd \(locationdRelease)")
+        exit(0)
+    case "-h", "--help":
+        print(usage, terminator: "")
+        exit(0)
+    default:
+        fail("unknown argument '\(argument)'\n\(usage)", 64)
+    }
+}
+
+let dropIns = String(configPath[..<(configPath.lastIndex(of: "/") ?? configPath.startIndex)]) + "/conf.d"
+let configuration: DaemonConfiguration
+do {
+    configuration = try DaemonConfiguration.load(path: configPath, dropInDirectory: dropIns)
+} catch {
+    fail("\(error)", 78)  // EX_CONFIG
+}
+
+if checkOnly {
+    print(configuration.effectiveDescription, terminator: "")
+    exit(0)
+}
+
+let log = Log(level: configuration.logLevel)
+do {
+    let daemon = try Daemon(configuration: configuration, log: log)
+    daemon.run()
+} catch {
+    fail("\(error)", 71)  // EX_OSERR
+}
