@@ -8,6 +8,7 @@
 #include <termios.h>
 #include <unistd.h>
 #include <sys/syscall.h>
+#include <linux/sockios.h>
 
 int locationd_tty_set_exclusive(int fd) { return ioctl(fd, TIOCEXCL); }
 
@@ -70,3 +71,9 @@ int locationd_accept(int fd) { return accept4(fd, NULL, NULL, SOCK_NONBLOCK | SO
 #endif
 
 int locationd_pidfd_alive(int pidfd) { return (int)syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0); }
+
+int locationd_socket_unread_bytes(int fd) {
+    int n = 0;
+    if (ioctl(fd, SIOCOUTQ, &n) != 0) return -1;
+    return n;
+}

@@ -10,7 +10,6 @@ final class ClientSession {
     let identity: ClientIdentity
     var readSource: DispatchSourceRead?
     var writeSource: DispatchSourceWrite?
-    var stuckTimer: DispatchSourceTimer?
 
     /// Bytes of an incomplete request line.
     var inbound: [UInt8] = []
@@ -39,6 +38,11 @@ final class ClientSession {
     var polls: [Int: DispatchWorkItem] = [:]
     var nextPoll = 0
 
+    // Stuck-reader detection: bytes handed to the kernel, and when the peer last read some.
+    var totalSent = 0
+    var peerRead = 0
+    var lastReadProgress: Double
+
     // Abuse accounting.
     var badRequests = 0
     var windowStart = 0.0
@@ -53,6 +57,7 @@ final class ClientSession {
         self.fd = fd
         self.identity = identity
         self.connectedAt = now
+        self.lastReadProgress = now
     }
 
     var hasPendingOutput: Bool { !outbound.isEmpty }
@@ -80,6 +85,7 @@ final class ClientSession {
             switch result {
             case .success(let n):
                 progressed = true
+                totalSent += n
                 sentOfFirst += n
                 outboundBytes -= n
                 if sentOfFirst == first.count {

@@ -1,3 +1,4 @@
+import CPosixShims
 import Dispatch
 import LocationCore
 import LocationPosix
@@ -44,6 +45,7 @@ public final class SocketServer: @unchecked Sendable {
     private var encoder = GPSDEncoder()
     private var stopped = false
     private var readBuffer = [UInt8](repeating: 0, count: 65536)
+    private var sweepTimer: DispatchSourceTimer?
 
     public init(listener: ListeningSocket, limits: ServerLimits, authorizer: any LocationAuthorizer,
                 receivers: any ReceiverStatusProvider, log: Log, release: String) {
@@ -124,6 +126,7 @@ public final class SocketServer: @unchecked Sendable {
             return
         }
         sessions[session.id] = session
+        armSweep()
         log.info("client connected", context(session))
         let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
         source.setEventHandler { [weak self, weak session] in
@@ -356,8 +359,6 @@ public final class SocketServer: @unchecked Sendable {
             if !session.hasPendingOutput {
                 session.writeSource?.cancel()
                 session.writeSource = nil
-                session.stuckTimer?.cancel()
-                session.stuckTimer = nil
                 return
             }
             if session.writeSource == nil {
@@ -369,20 +370,41 @@ public final class SocketServer: @unchecked Sendable {
                 session.writeSource = source
                 source.resume()
             }
-            if progressed || session.stuckTimer == nil { armStuckTimer(session) }
+            _ = progressed
         }
     }
 
-    /// A client that reads nothing for `clientTimeout` while messages wait for it is disconnected.
-    private func armStuckTimer(_ session: ClientSession) {
-        session.stuckTimer?.cancel()
-        let timer = DispatchSource.makeTimerSource(queue: queue)
-        timer.schedule(deadline: .now() + limits.clientTimeout)
-        timer.setEventHandler { [weak self, weak session] in
-            guard let self, let session, !session.closed else { return }
-            self.refuse(session, "read nothing for \(Self.seconds(self.limits.clientTimeout)) while messages waited")
+    /// A client that reads nothing for `clientTimeout` while messages wait for it — in our queue or in
+    /// the kernel's socket buffer (SIOCOUTQ) — is disconnected. Checked by a sweep every second or so
+    /// while clients are connected; a timer, not a read loop, and one ioctl per client.
+    private func sweepStuckClients() {
+        let now = monotonicNow()
+        for session in sessions.values {
+            let unreadInKernel = max(0, Int(locationd_socket_unread_bytes(session.fd)))
+            let peerRead = session.totalSent - unreadInKernel
+            if peerRead > session.peerRead || (unreadInKernel == 0 && !session.hasPendingOutput) {
+                session.peerRead = peerRead
+                session.lastReadProgress = now
+            } else if now - session.lastReadProgress >= limits.clientTimeout {
+                refuse(session, "read nothing for \(Self.seconds(limits.clientTimeout)) while messages waited")
+            }
         }
-        session.stuckTimer = timer
+    }
+
+    private func armSweep() {
+        guard sweepTimer == nil else { return }
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        let interval = min(1.0, limits.clientTimeout / 4)
+        timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(100))
+        timer.setEventHandler { [weak self] in
+            guard let self else { return }
+            self.sweepStuckClients()
+            if self.sessions.isEmpty {
+                self.sweepTimer?.cancel()
+                self.sweepTimer = nil
+            }
+        }
+        sweepTimer = timer
         timer.resume()
     }
 
@@ -391,7 +413,6 @@ public final class SocketServer: @unchecked Sendable {
         session.closed = true
         for (_, item) in session.polls { item.cancel() }
         session.polls.removeAll()
-        session.stuckTimer?.cancel()
         sessions.removeValue(forKey: session.id)
         // Close the descriptor only once every source watching it has been cancelled.
         let closer = DescriptorCloser(fd: session.fd, sources: (session.readSource != nil ? 1 : 0) + (session.writeSource != nil ? 1 : 0))

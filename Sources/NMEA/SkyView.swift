@@ -11,6 +11,11 @@ struct SkyView: Sendable {
     }
 
     private var complete: [SetKey: [Satellite]] = [:]
+    /// Epoch count when each complete set last arrived: a set not refreshed for `expiryEpochs` is dropped,
+    /// so a constellation or signal the receiver stopped reporting leaves the view.
+    private var refreshed: [SetKey: Int] = [:]
+    private var epoch = 0
+    static let expiryEpochs = 10
     private var building: [SetKey: [Satellite]] = [:]
     private var used: Set<Int> = []
     private var usedThisEpoch: Set<Int> = []
@@ -33,6 +38,7 @@ struct SkyView: Sendable {
         building[key, default: []].append(contentsOf: sats)
         if page.messageNumber >= page.totalMessages {
             complete[key] = building.removeValue(forKey: key) ?? []
+            refreshed[key] = epoch
             changed = true
         }
     }
@@ -46,6 +52,13 @@ struct SkyView: Sendable {
 
     /// Ends an epoch: GSA sets seen in it replace the used list; a changed view is rebuilt.
     mutating func endEpoch() {
+        epoch += 1
+        for (key, at) in refreshed where epoch - at > Self.expiryEpochs {
+            complete.removeValue(forKey: key)
+            building.removeValue(forKey: key)
+            refreshed.removeValue(forKey: key)
+            changed = true
+        }
         if sawGSAThisEpoch {
             if used != usedThisEpoch { used = usedThisEpoch; changed = true }
             sawGSAThisEpoch = false

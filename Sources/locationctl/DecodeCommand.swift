@@ -12,7 +12,7 @@ enum DecodeCommand {
 
         Decodes NMEA 0183 from FILE (or standard input when FILE is absent or '-') and prints one
         gpsd-style JSON object per line: a TPV for every epoch (reporting cycle) and a SKY after it when
-        the receiver reported satellites or DOPs. Lines starting with '#' (capture headers) are skipped.
+        the satellites in view or the DOPs changed. Lines starting with '#' (capture headers) are skipped.
         Garbled input is counted and skipped; the exit status is 0 whatever the input.
 
         options:
@@ -67,9 +67,15 @@ enum DecodeCommand {
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         var failed = false
 
+        var lastSky: (dop: DilutionOfPrecision, satellites: [Satellite], used: Int?)? = nil
         func emit(_ fix: Fix) {
             encoder.appendTPV(fix, to: &output)
-            if sky && (!fix.satellites.isEmpty || !fix.dop.isEmpty) { encoder.appendSKY(fix, to: &output) }
+            // SKY when the satellite view or the DOPs changed, as gpsd reports it once per GSV/GSA cycle.
+            if sky && (!fix.satellites.isEmpty || !fix.dop.isEmpty),
+               lastSky == nil || lastSky!.dop != fix.dop || lastSky!.used != fix.satellitesUsed || lastSky!.satellites != fix.satellites {
+                encoder.appendSKY(fix, to: &output)
+                lastSky = (fix.dop, fix.satellites, fix.satellitesUsed)
+            }
             if output.count >= 1 << 16 { failed = !flush(&output) || failed }
         }
 

@@ -30,6 +30,9 @@ int locationd_accept(int fd);
 /// pidfd_send_signal(pidfd, 0, NULL, 0): 0 while the process the pidfd refers to exists.
 int locationd_pidfd_alive(int pidfd);
 
+/// ioctl(fd, SIOCOUTQ): bytes written to a socket that its peer has not read yet; -1 with errno.
+int locationd_socket_unread_bytes(int fd);
+
 /// posix_openpt(O_RDWR|O_NOCTTY|O_CLOEXEC) + grantpt + unlockpt + ptsname_r: the master fd, the slave
 /// path in `name`. -1 with errno on failure.
 int locationd_open_pty(char *name, size_t name_size);

@@ -1,0 +1,213 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import LocationCore
+import LocationPosix
+import NMEA
+
+/// Runs the real `locationd` binary on a temporary config, socket and state directory.
+final class DaemonProcess {
+    let directory: String
+    let socketPath: String
+    let logPath: String
+    private(set) var pid: pid_t = 0
+
+    static var sharedDirectory: String {
+        var path = #filePath
+        for _ in 0..<3 { path = String(path[..<path.lastIndex(of: "/")!]) }
+        return ProcessInfo.processInfo.environment["LOCATIOND_SHARED"] ?? path + "/../shared"
+    }
+
+    static var demoCapture: String {
+        var path = #filePath
+        for _ in 0..<3 { path = String(path[..<path.lastIndex(of: "/")!]) }
+        return path + "/Demo/haicom-305N.log"
+    }
+
+    /// The built binary beside the test bundle (.build/<config>/locationd).
+    static var binary: String {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        var path = String(decoding: buffer.prefix(max(n, 0)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        while !path.isEmpty && !FileManager.default.fileExists(atPath: path + "/locationd") {
+            guard let slash = path.lastIndex(of: "/") else { break }
+            path = String(path[..<slash])
+        }
+        return path + "/locationd"
+    }
+
+    /// - Parameters:
+    ///   - body: config text after the `[daemon]` socket/state lines; `SOCKET` and `STATE` are filled in.
+    init(config body: String, daemonKeys: String = "") throws {
+        var template = Array("/tmp/locationd-e2e-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw Errno.current }
+        directory = String(cString: made)
+        socketPath = directory + "/locationd.sock"
+        logPath = directory + "/daemon.log"
+        let config = """
+            [daemon]
+            socket = \(socketPath)
+            state-directory = \(directory)/state
+            log-level = debug
+            \(daemonKeys)
+
+            \(body)
+            """
+        FileManager.default.createFile(atPath: directory + "/locationd.conf", contents: Data(config.utf8))
+        try start()
+    }
+
+    func start() throws {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        posix_spawn_file_actions_addopen(&actions, 2, logPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        let argv: [UnsafeMutablePointer<CChar>?] = [strdup(Self.binary), strdup("--config"), strdup(directory + "/locationd.conf"), nil]
+        defer { argv.forEach { free($0) } }
+        let rc = posix_spawn(&pid, Self.binary, &actions, nil, argv, environ)
+        posix_spawn_file_actions_destroy(&actions)
+        guard rc == 0 else { throw Errno(rawValue: rc) }
+        let end = monotonic() + 10
+        while monotonic() < end {
+            if ListeningSocket.isLive(socketPath) { return }
+            usleep(20_000)
+        }
+        throw Errno.timedOut
+    }
+
+    /// Sends a signal and waits for the exit; returns the exit status.
+    @discardableResult
+    func stop(signal sig: Int32 = SIGTERM) -> Int32 {
+        guard pid > 0 else { return -1 }
+        kill(pid, sig)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        pid = 0
+        return status
+    }
+
+    var log: String { (FileManager.default.contents(atPath: logPath)).map { String(decoding: $0, as: UTF8.self) } ?? "" }
+
+    deinit {
+        stop(signal: SIGKILL)
+        _ = try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+/// A raw protocol client: newline-delimited JSON over the socket, with timeouts.
+final class RawClient {
+    let fd: Int32
+    private var buffer: [UInt8] = []
+    /// Every byte received, for "not one byte of location" checks.
+    private(set) var received: [UInt8] = []
+
+    init(_ path: String, receiveBuffer: Int32? = nil) throws {
+        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        if var size = receiveBuffer {
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
+        var address = try unixAddress(path)
+        let r = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard r == 0 else { let e = Errno.current; close(fd); throw e }
+    }
+
+    deinit { close(fd) }
+
+    func send(_ line: String) {
+        _ = FileDescriptorOps.writeAll(fd, Array((line + "\n").utf8))
+    }
+
+    func sendRaw(_ bytes: [UInt8]) {
+        _ = FileDescriptorOps.writeAll(fd, bytes)
+    }
+
+    /// The next line, waiting up to `timeout` seconds; nil on timeout or when the server closed.
+    func line(timeout: Double = 5) -> String? {
+        let end = monotonic() + timeout
+        while true {
+            if let nl = buffer.firstIndex(of: 10) {
+                let line = String(decoding: buffer[..<nl], as: UTF8.self)
+                buffer.removeSubrange(...nl)
+                return line
+            }
+            let left = end - monotonic()
+            if left <= 0 { return nil }
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            if poll(&p, 1, Int32(left * 1000) + 1) <= 0 { continue }
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            let n = read(fd, &chunk, chunk.count)
+            if n <= 0 { return nil }
+            buffer.append(contentsOf: chunk[..<n])
+            received.append(contentsOf: chunk[..<n])
+        }
+    }
+
+    /// The next line whose JSON `class` is `name`.
+    func message(_ name: String, timeout: Double = 5) -> [String: JSONValue]? {
+        let end = monotonic() + timeout
+        while let l = line(timeout: max(0, end - monotonic())) {
+            if let object = JSONValue.object(l), object["class"]?.string == name { return object }
+        }
+        return nil
+    }
+
+    /// True once the server has closed the connection (reads drained).
+    func closedByServer(timeout: Double) -> Bool {
+        let end = monotonic() + timeout
+        while monotonic() < end {
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&p, 1, 100) > 0 else { continue }
+            var chunk = [UInt8](repeating: 0, count: 65536)
+            let n = read(fd, &chunk, chunk.count)
+            if n <= 0 { return true }
+            received.append(contentsOf: chunk[..<n])
+        }
+        return false
+    }
+}
+
+/// Minimal JSON values for assertions.
+enum JSONValue: Decodable, Equatable {
+    case number(Double), string(String), bool(Bool), array([JSONValue]), object([String: JSONValue]), null
+
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        if c.decodeNil() { self = .null }
+        else if let b = try? c.decode(Bool.self) { self = .bool(b) }
+        else if let n = try? c.decode(Double.self) { self = .number(n) }
+        else if let s = try? c.decode(String.self) { self = .string(s) }
+        else if let a = try? c.decode([JSONValue].self) { self = .array(a) }
+        else { self = .object(try c.decode([String: JSONValue].self)) }
+    }
+
+    static func object(_ line: String) -> [String: JSONValue]? {
+        guard case .object(let o)? = try? JSONDecoder().decode(JSONValue.self, from: Data(line.utf8)) else { return nil }
+        return o
+    }
+
+    var string: String? { if case .string(let s) = self { return s } else { return nil } }
+    var number: Double? { if case .number(let n) = self { return n } else { return nil } }
+    var bool: Bool? { if case .bool(let b) = self { return b } else { return nil } }
+}
+
+func monotonic() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
+/// The decoder's fixes for a capture, keyed by ISO time.
+func decodedFixes(_ path: String) -> [String: Fix] {
+    guard let data = FileManager.default.contents(atPath: path) else { return [:] }
+    var filter = CaptureFilter()
+    var bytes: [UInt8] = []
+    [UInt8](data).withUnsafeBufferPointer { filter.filter($0, into: &bytes) }
+    var decoder = NMEADecoder()
+    var out: [String: Fix] = [:]
+    decoder.decode(bytes) { if let t = $0.time, $0.hasPosition { out[t.iso8601] = $0 } }
+    decoder.finish { if let t = $0.time, $0.hasPosition { out[t.iso8601] = $0 } }
+    return out
+}
