@@ -26,6 +26,8 @@ let package = Package(
         .target(name: "LocationPosix", dependencies: ["CPosixShims"]),
         // Receivers: serial NMEA, gpsd through libgps, capture replay; failover between them.
         .target(name: "LocationSources", dependencies: ["NMEA", "LocationCore", "LocationPosix", "CLibgps"]),
+        // The permission policy: identity, rules, grants, decisions, reduced accuracy. Pure logic, no I/O.
+        .target(name: "LocationPolicy", dependencies: ["LocationCore"]),
         // inih, Debian's libinih-dev: the config file parser.
         .systemLibrary(name: "CInih", providers: [.apt(["libinih-dev"])]),
         // The daemon: config, socket server, publisher.
@@ -35,6 +37,7 @@ let package = Package(
         .testTarget(name: "NMEATests", dependencies: ["NMEA", "LocationCore", "LocationWire"]),
         .testTarget(name: "LocationWireTests", dependencies: ["LocationWire", "LocationCore"]),
         .testTarget(name: "LocationServerTests", dependencies: ["LocationServer", "LocationSources", "LocationWire", "LocationPosix", "LocationCore", "NMEA"]),
+        .testTarget(name: "LocationPolicyTests", dependencies: ["LocationPolicy", "LocationCore"]),
         .testTarget(name: "LocationSourcesTests", dependencies: ["LocationSources", "LocationPosix", "NMEA", "LocationCore"]),
     ]
 )

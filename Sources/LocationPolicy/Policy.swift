@@ -1,0 +1,182 @@
+/// A client's authorization as it stands, with the reason (for replies, the agent and the audit).
+public struct AuthorizationState: Hashable, Sendable {
+    public var status: AuthorizationStatus
+    /// The accuracy it may see; nil unless authorized.
+    public var accuracy: AccuracyAuthorization?
+    public var reason: String
+
+    public init(status: AuthorizationStatus, accuracy: AccuracyAuthorization?, reason: String) {
+        self.status = status
+        self.accuracy = accuracy
+        self.reason = reason
+    }
+}
+
+/// What a client asks the policy for.
+public enum PolicyRequest: Hashable, Sendable {
+    /// Authorization of a kind, at (at most) an accuracy.
+    case authorize(AuthorizationKind, AccuracyAuthorization)
+    /// Temporary full accuracy for this connection, citing a purpose key declared for the client.
+    case temporaryFullAccuracy(purposeKey: String)
+}
+
+/// What the agent is asked (and shown).
+public struct AgentQuestion: Hashable, Sendable {
+    public enum Subject: Hashable, Sendable {
+        case authorization(AuthorizationKind)
+        case temporaryFullAccuracy(purposeKey: String)
+    }
+
+    public var subject: Subject
+    /// The accuracy that would be granted (already capped by the rule).
+    public var accuracy: AccuracyAuthorization
+    /// The purpose text from the config, for temporary full accuracy.
+    public var purpose: String?
+
+    public init(subject: Subject, accuracy: AccuracyAuthorization, purpose: String?) {
+        self.subject = subject
+        self.accuracy = accuracy
+        self.purpose = purpose
+    }
+}
+
+/// An agent's answer (allow once / allow always / deny, optionally lowering the accuracy).
+public enum AgentAnswer: Hashable, Sendable {
+    case allowOnce(AccuracyAuthorization?)
+    case allowAlways(AccuracyAuthorization?)
+    case deny
+}
+
+/// The policy's decision on a request.
+public enum PolicyDecision: Hashable, Sendable {
+    /// Nothing to change: the client already has this (or a rule grants it).
+    case authorized(AuthorizationState)
+    /// Grant a one-time grant for this connection (`once` rule, or an administrator's pre-approval,
+    /// whose index in `GrantSet.preapprovals` is to be used up).
+    case grantOnce(AccuracyAuthorization, usingPreapproval: Int?)
+    /// Ask an agent.
+    case ask(AgentQuestion)
+    /// Refused, with the status to report.
+    case refuse(AuthorizationStatus, reason: String)
+    /// The request itself is wrong (e.g. an undeclared purpose key); the agent is not asked.
+    case invalid(String)
+}
+
+/// What to change after an agent's answer.
+public struct AnswerOutcome: Hashable, Sendable {
+    /// The connection's new policy state.
+    public var session: SessionAuthorization
+    /// A decision to store persistently, if any.
+    public var store: PersistentGrant?
+}
+
+/// Core Location's authorization model as a pure function of identity, request, rules, grants and time.
+/// No I/O: the daemon stores grants, asks agents and writes the audit.
+public enum Policy {
+    /// The client's current authorization (Core Location's `authorizationStatus` and
+    /// `accuracyAuthorization`). Order: a `deny` rule (restricted) → this connection's one-time grant →
+    /// a stored persistent decision → an `always` rule → not determined. The accuracy is the grant's,
+    /// capped by the rule's ceiling, raised to full by a temporary full-accuracy grant.
+    public static func state(_ identity: ClientIdentity, session: SessionAuthorization, rules: PolicyRules,
+                             grants: GrantSet, now: Double) -> AuthorizationState {
+        let rule = rules.effective(for: identity)
+        if rule.access == .deny {
+            return AuthorizationState(status: .restricted, accuracy: nil, reason: "\(rule.source) denies access")
+        }
+        var result: AuthorizationState
+        if let once = session.once, now < once.expires {
+            result = AuthorizationState(status: .authorizedOnce, accuracy: min(once.accuracy, rule.accuracy),
+                                        reason: "one-time grant for this connection")
+        } else if let stored = grants.persistent(for: identity, at: now) {
+            if !stored.allowed {
+                return AuthorizationState(status: .denied, accuracy: nil, reason: "denied by \(stored.decidedBy)")
+            }
+            result = AuthorizationState(status: .authorizedPersistent, accuracy: min(stored.accuracy, rule.accuracy),
+                                        reason: "persistent grant by \(stored.decidedBy)")
+        } else if rule.access == .always {
+            result = AuthorizationState(status: .authorizedPersistent, accuracy: rule.accuracy, reason: "\(rule.source) allows always")
+        } else if let once = session.once, now >= once.expires {
+            return AuthorizationState(status: .notDetermined, accuracy: nil, reason: "the one-time grant expired")
+        } else {
+            return AuthorizationState(status: .notDetermined, accuracy: nil, reason: "not authorized yet")
+        }
+        if session.temporaryFullAccuracy != nil { result.accuracy = .full }
+        return result
+    }
+
+    /// Decides a request.
+    public static func decide(_ request: PolicyRequest, identity: ClientIdentity, session: SessionAuthorization,
+                              rules: PolicyRules, grants: GrantSet, now: Double) -> PolicyDecision {
+        let current = state(identity, session: session, rules: rules, grants: grants, now: now)
+        let rule = rules.effective(for: identity)
+        switch request {
+        case let .authorize(kind, requested):
+            switch current.status {
+            case .restricted:
+                return .refuse(.restricted, reason: current.reason)
+            case .denied:
+                return .refuse(.denied, reason: current.reason + "; not asked again")
+            case .authorizedPersistent:
+                return .authorized(current)
+            case .authorizedOnce where kind == .once:
+                return .authorized(current)
+            default:
+                break
+            }
+            let accuracy = min(requested, rule.accuracy)
+            if rule.access == .always {
+                return .authorized(AuthorizationState(status: .authorizedPersistent, accuracy: accuracy, reason: "\(rule.source) allows always"))
+            }
+            if let index = grants.preapproval(for: identity, at: now), kind == .once {
+                return .grantOnce(min(accuracy, grants.preapprovals[index].accuracy), usingPreapproval: index)
+            }
+            switch rule.access {
+            case .once:
+                return .grantOnce(accuracy, usingPreapproval: nil)
+            case .ask:
+                return .ask(AgentQuestion(subject: .authorization(kind), accuracy: accuracy, purpose: nil))
+            case .deny, .always:
+                return .refuse(.restricted, reason: current.reason)  // handled above; kept total
+            }
+        case let .temporaryFullAccuracy(key):
+            guard current.status.isAuthorized else {
+                return .refuse(current.status, reason: "not authorized: ask for authorization first")
+            }
+            if current.accuracy == .full { return .authorized(current) }
+            guard let text = rule.purposes[key] else {
+                return .invalid("purpose key \"\(key)\" is not declared for this client (\(rule.source))")
+            }
+            return .ask(AgentQuestion(subject: .temporaryFullAccuracy(purposeKey: key), accuracy: .full, purpose: text))
+        }
+    }
+
+    /// Applies an agent's answer to a question about `identity`.
+    /// - Parameters:
+    ///   - onceLifetime: seconds a one-time grant lasts at most.
+    ///   - decidedBy: who answered, stored with a persistent decision.
+    public static func apply(_ answer: AgentAnswer, to question: AgentQuestion, identity: ClientIdentity,
+                             session: SessionAuthorization, now: Double, onceLifetime: Double, decidedBy: String) -> AnswerOutcome {
+        var session = session
+        switch question.subject {
+        case .temporaryFullAccuracy(let key):
+            if case .deny = answer { return AnswerOutcome(session: session, store: nil) }
+            session.temporaryFullAccuracy = key
+            return AnswerOutcome(session: session, store: nil)
+        case .authorization:
+            switch answer {
+            case .allowOnce(let lowered):
+                let accuracy = min(question.accuracy, lowered ?? question.accuracy)
+                session.once = SessionGrant(accuracy: accuracy, granted: now, expires: now + onceLifetime)
+                return AnswerOutcome(session: session, store: nil)
+            case .allowAlways(let lowered):
+                let accuracy = min(question.accuracy, lowered ?? question.accuracy)
+                return AnswerOutcome(session: session, store: PersistentGrant(subject: .of(identity), allowed: true, accuracy: accuracy,
+                                                                              created: now, decidedBy: decidedBy))
+            case .deny:
+                // Remembered, as iOS does not ask again after "Don't Allow".
+                return AnswerOutcome(session: session, store: PersistentGrant(subject: .of(identity), allowed: false, accuracy: .reduced,
+                                                                              created: now, decidedBy: decidedBy))
+            }
+        }
+    }
+}

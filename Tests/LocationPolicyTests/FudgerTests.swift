@@ -1,0 +1,86 @@
+import LocationCore
+import LocationPolicy
+import Testing
+
+@Suite("Reduced accuracy (location fudger)")
+struct FudgerTests {
+    static let secret: [UInt8] = (0..<32).map { UInt8(($0 * 37 + 11) & 0xFF) }
+    static let t0 = 1_800_000_000.0
+
+    static func fix(_ lat: Double, _ lon: Double) -> Fix {
+        Fix(time: UTCTime(date: CivilDate(year: 2027, month: 1, day: 15), millisecondsOfDay: 0), mode: .threeDimensional,
+            latitude: lat, longitude: lon, altitudeMSL: 12, altitudeHAE: 50, speed: 3, track: 90, climb: 0.2, heading: 91,
+            satellitesUsed: 9, dop: DilutionOfPrecision(horizontal: 0.9), eph: 4)
+    }
+
+    static func onGrid(_ v: Double, _ step: Double) -> Bool {
+        let k = (v / step).rounded()
+        return abs(v - k * step) < 1e-9
+    }
+
+    @Test("10 000 fixes: every position on the grid, no forbidden field, eph ≥ grid")
+    func gridAndFields() {
+        var fudger = LocationFudger(gridMeters: 2000, secret: Self.secret, originHour: Int(Self.t0 / 3600))
+        var lat = -27.2108, lon = 153.0522
+        for i in 0..<10_000 {
+            lat += 0.00013 * Double((i % 7) - 3)
+            lon += 0.00011 * Double((i % 5) - 2)
+            let r = fudger.reduce(Self.fix(lat, lon), at: Self.t0 + Double(i))!
+            #expect(Self.onGrid(r.latitude!, fudger.latitudeStep))
+            #expect(Self.onGrid(r.longitude!, fudger.longitudeStep(atLatitude: r.latitude!)))
+            #expect(r.altitudeMSL == nil && r.altitudeHAE == nil && r.speed == nil && r.track == nil && r.heading == nil)
+            #expect(r.climb == nil && r.satellitesUsed == nil && r.satellites.isEmpty && r.dop.isEmpty && r.epv == nil)
+            #expect(r.eph! >= 2000)
+        }
+    }
+
+    @Test("two fudgers with the same secret (two clients, or a restart) give identical positions")
+    func sameForEveryone() {
+        var a = LocationFudger(gridMeters: 2000, secret: Self.secret, originHour: Int(Self.t0 / 3600))
+        var b = LocationFudger(gridMeters: 2000, secret: Self.secret, originHour: Int(Self.t0 / 3600))
+        for i in 0..<100 {
+            let f = Self.fix(48.15 + Double(i) * 0.001, 11.58)
+            #expect(a.reduce(f, at: Self.t0 + Double(i) * 60) == b.reduce(f, at: Self.t0 + Double(i) * 60))
+        }
+    }
+
+    @Test("100 reconnects against a stationary receiver within one drift period all get the same position")
+    func stationaryWithinHour() {
+        let hourStart = (Self.t0 / 3600).rounded(.down) * 3600
+        var positions = Set<String>()
+        for i in 0..<100 {
+            var f = LocationFudger(gridMeters: 2000, secret: Self.secret, originHour: Int(Self.t0 / 3600) - 100)
+            let r = f.reduce(Self.fix(50.840203, 4.34711), at: hourStart + Double(i) * 30)!
+            positions.insert("\(r.latitude!),\(r.longitude!)")
+        }
+        #expect(positions.count == 1)
+    }
+
+    @Test("over a simulated day the distinct positions stay within one grid step of each other")
+    func driftOverADay() {
+        var f = LocationFudger(gridMeters: 2000, secret: Self.secret, originHour: Int(Self.t0 / 3600))
+        var points: [(Double, Double)] = []
+        for minute in stride(from: 0, to: 24 * 60, by: 5) {
+            let r = f.reduce(Self.fix(50.840203, 4.34711), at: Self.t0 + Double(minute) * 60)!
+            if !points.contains(where: { $0.0 == r.latitude! && $0.1 == r.longitude! }) { points.append((r.latitude!, r.longitude!)) }
+        }
+        for a in points {
+            for b in points {
+                #expect(abs(a.0 - b.0) <= f.latitudeStep + 1e-9)
+                #expect(abs(a.1 - b.1) <= f.longitudeStep(atLatitude: max(abs(a.0), abs(b.0))) + 1e-9)
+            }
+        }
+    }
+
+    @Test("the offset is not zero and is about grid/4 in size")
+    func offsetSize() {
+        var total = 0.0
+        for s in 0..<200 {
+            var f = LocationFudger(gridMeters: 2000, secret: (0..<32).map { UInt8((s * 13 + $0 * 7) & 0xFF) }, originHour: 0)
+            let o = f.offset(at: 3600 * 10)
+            total += o.north * o.north + o.east * o.east
+        }
+        let rms = (total / 400).squareRoot()
+        #expect(rms > 300 && rms < 700, "rms offset per axis \(rms) m")
+    }
+}
