@@ -31,7 +31,7 @@ let package = Package(
         // inih, Debian's libinih-dev: the config file parser.
         .systemLibrary(name: "CInih", providers: [.apt(["libinih-dev"])]),
         // The daemon: config, socket server, publisher.
-        .target(name: "LocationServer", dependencies: ["LocationSources", "LocationWire", "LocationPosix", "LocationCore", "CInih", "CPosixShims"]),
+        .target(name: "LocationServer", dependencies: ["LocationSources", "LocationWire", "LocationPosix", "LocationCore", "LocationPolicy", "CInih", "CPosixShims"]),
         .executableTarget(name: "locationd", dependencies: ["LocationServer"]),
         .executableTarget(name: "locationctl", dependencies: ["NMEA", "LocationWire", "LocationCore"]),
         .testTarget(name: "NMEATests", dependencies: ["NMEA", "LocationCore", "LocationWire"]),

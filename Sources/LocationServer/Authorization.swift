@@ -1,64 +1,80 @@
-/// How precisely a client may see the location (Core Location's accuracy authorization).
-public enum AccuracyLevel: String, Sendable, Hashable {
-    case full, reduced
-}
+import LocationCore
+import LocationPolicy
+import LocationPosix
+import LocationWire
 
-/// The policy's answer for one client, asked at one clear point: when it subscribes or polls, and for
-/// every fix before anything is written to it.
-public enum AuthorizationDecision: Hashable, Sendable {
-    case allowed(AccuracyLevel)
-    case denied(reason: String)
-}
+/// The daemon's side of the policy: the rules in force, the grant store, the audit file and the location
+/// fudger. `LocationPolicy` decides; this object remembers and writes. Used on the server's queue only.
+public final class PolicyEngine: @unchecked Sendable {
+    public private(set) var rules: PolicyRules
+    public let store: GrantStore
+    public let audit: AuditLog
+    public let adminGroup: String
+    var fudger: LocationFudger
+    let log: Log
 
-/// The decision point the server calls. The permission-policy work (issue 5) replaces the rules-only
-/// implementation below with grants, agents and reduced accuracy.
-public protocol LocationAuthorizer: Sendable {
-    func decide(_ identity: ClientIdentity) -> AuthorizationDecision
-}
-
-/// Decides from the config's rules alone: the most specific matching `[client]` rule, else `[policy]`.
-/// `always` and `once` allow at full accuracy when the rule allows full; everything else is refused
-/// (fail closed): `ask` needs an agent and reduced accuracy needs the location fudger, neither of
-/// which exists yet.
-public struct RuleAuthorizer: LocationAuthorizer {
-    public let defaults: PolicyDefaults
-    public let rules: [ClientRule]
-
-    public init(defaults: PolicyDefaults, rules: [ClientRule]) {
-        self.defaults = defaults
+    /// - Parameters:
+    ///   - stateDirectory: holds grants.json, audit.jsonl and fudger.secret.
+    public init(rules: PolicyRules, adminGroup: String, stateDirectory: String, log: Log) {
         self.rules = rules
+        self.adminGroup = adminGroup
+        self.log = log
+        store = GrantStore(directory: stateDirectory, log: log)
+        audit = AuditLog(directory: stateDirectory)
+        let secret = FudgerSecret.load(directory: stateDirectory, log: log)
+        fudger = LocationFudger(gridMeters: rules.defaults.reducedGrid, secret: secret.secret, originHour: secret.originHour)
     }
 
-    /// The rule that applies: among the rules whose every given key matches, the one with most keys;
-    /// on a tie, the first in the config.
-    public func rule(for identity: ClientIdentity) -> ClientRule? {
-        var best: (rule: ClientRule, keys: Int)? = nil
-        for rule in rules {
-            var keys = 0
-            if let e = rule.executable { guard e == identity.executable else { continue }; keys += 1 }
-            if let u = rule.user { guard u == identity.user || u == String(identity.uid) else { continue }; keys += 1 }
-            if let g = rule.group { guard identity.groups.contains(g) else { continue }; keys += 1 }
-            if let u = rule.unit { guard u == identity.unit else { continue }; keys += 1 }
-            if best == nil || keys > best!.keys { best = (rule, keys) }
+    /// New rules (config reload). The fudger's grid follows `reduced-grid`.
+    public func replaceRules(_ new: PolicyRules) {
+        if new.defaults.reducedGrid != rules.defaults.reducedGrid {
+            let secret = FudgerSecret.load(directory: String(store.path[..<store.path.lastIndex(of: "/")!]), log: log)
+            fudger = LocationFudger(gridMeters: new.defaults.reducedGrid, secret: secret.secret, originHour: secret.originHour)
         }
-        return best?.rule
+        rules = new
     }
 
-    public func decide(_ identity: ClientIdentity) -> AuthorizationDecision {
-        let rule = rule(for: identity)
-        let access = rule?.access ?? defaults.access
-        let accuracy = rule?.accuracy ?? defaults.accuracy
-        let source = rule.map { "rule [client \($0.name)]" } ?? "[policy] default"
-        switch access {
-        case .deny:
-            return .denied(reason: "denied by \(source)")
-        case .ask:
-            return .denied(reason: "\(source) says ask, and no agent is available")
-        case .once, .always:
-            guard accuracy == .full else {
-                return .denied(reason: "\(source) allows reduced accuracy only, which this build cannot serve yet")
-            }
-            return .allowed(.full)
-        }
+    /// The client's current authorization.
+    func state(_ identity: ClientIdentity, _ session: SessionAuthorization, now: Double) -> AuthorizationState {
+        Policy.state(identity, session: session, rules: rules, grants: store.grants, now: now)
     }
+
+    /// Root and members of the admin group may run agents and admin commands.
+    func isAdmin(_ identity: ClientIdentity) -> Bool {
+        identity.uid == 0 || identity.groups.contains(adminGroup)
+    }
+
+    /// Writes one audit event (and logs it): who, what was asked, the outcome and why.
+    func record(_ event: String, identity: ClientIdentity, name: String? = nil, request: String?, status: String?,
+                accuracy: String?, reason: String) {
+        let now = wallClockSeconds()
+        var m = JSONMembers()
+        m.number("unix", (now * 1000).rounded() / 1000)
+        m.string("time", isoTime(now))
+        m.string("event", event)
+        var client = JSONMembers()
+        client.integer("pid", Int(identity.pid))
+        client.integer("uid", Int(identity.uid))
+        client.string("user", identity.user)
+        client.string("exe", identity.executable)
+        client.string("unit", identity.unit)
+        client.string("name", name)
+        m.object("client", client)
+        m.string("request", request)
+        m.string("status", status)
+        m.string("accuracy", accuracy)
+        m.string("reason", reason)
+        audit.append(Array("{".utf8) + m.bytes + Array("}".utf8))
+        log.info("policy \(event)", ["client.pid": String(identity.pid), "client.uid": String(identity.uid),
+                                     "client.exe": identity.executable ?? "?", "request": request ?? "-",
+                                     "status": status ?? "-", "accuracy": accuracy ?? "-", "reason": reason])
+    }
+}
+
+/// ISO 8601 UTC with milliseconds for a Unix time.
+func isoTime(_ unixSeconds: Double) -> String {
+    let ms = Int((unixSeconds * 1000).rounded(.down))
+    let day = UTCTime.millisecondsPerDay
+    let days = ms >= 0 ? ms / day : (ms - day + 1) / day
+    return UTCTime(date: CivilDate(daysSinceUnixEpoch: days), millisecondsOfDay: ms - days * day).iso8601
 }

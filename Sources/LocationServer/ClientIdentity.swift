@@ -2,38 +2,13 @@
 import Glibc
 #endif
 import CPosixShims
+import LocationPolicy
 import LocationPosix
 
-/// Who a client is, from the kernel only: SO_PEERCRED, /proc/PID/exe (checked against a pidfd where the
-/// kernel offers SO_PEERPIDFD, so a reused pid cannot pass for another program) and the systemd unit
-/// from /proc/PID/cgroup. A name the client declares is never part of it.
-public struct ClientIdentity: Hashable, Sendable, CustomStringConvertible {
-    public var pid: Int32
-    public var uid: UInt32
-    public var gid: UInt32
-    /// User name of `uid`, when it has one.
-    public var user: String?
-    /// Names of the groups of `uid` (primary and supplementary).
-    public var groups: [String]
-    /// Resolved executable path; nil when it could not be read (e.g. the process already exited).
-    public var executable: String?
-    /// systemd unit (`navit.service`, or a user unit), when the process runs in one.
-    public var unit: String?
-    /// True when the executable was read while a pidfd pinned the process.
-    public var verifiedByPidFD: Bool
-
-    public init(pid: Int32, uid: UInt32, gid: UInt32, user: String? = nil, groups: [String] = [], executable: String? = nil,
-                unit: String? = nil, verifiedByPidFD: Bool = false) {
-        self.pid = pid
-        self.uid = uid
-        self.gid = gid
-        self.user = user
-        self.groups = groups
-        self.executable = executable
-        self.unit = unit
-        self.verifiedByPidFD = verifiedByPidFD
-    }
-
+/// Reading a client's identity from the kernel only: SO_PEERCRED, /proc/PID/exe (checked against a
+/// pidfd where the kernel offers SO_PEERPIDFD, so a reused pid cannot pass for another program) and the
+/// systemd unit from /proc/PID/cgroup.
+extension ClientIdentity {
     /// Reads the identity of the peer of a connected Unix socket.
     public static func ofPeer(socket fd: Int32) throws(Errno) -> ClientIdentity {
         let credentials = try PeerCredentials(socket: fd)
@@ -51,10 +26,6 @@ public struct ClientIdentity: Hashable, Sendable, CustomStringConvertible {
         return ClientIdentity(pid: credentials.pid, uid: credentials.uid, gid: credentials.gid, user: user,
                               groups: groupNames(user: user, gid: credentials.gid), executable: executable, unit: unit,
                               verifiedByPidFD: verified)
-    }
-
-    public var description: String {
-        "pid=\(pid) uid=\(uid) exe=\(executable ?? "?") unit=\(unit ?? "-")"
     }
 
     static func readLink(_ path: String) -> String? {

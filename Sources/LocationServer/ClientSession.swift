@@ -1,5 +1,6 @@
 import Dispatch
 import LocationCore
+import LocationPolicy
 import LocationPosix
 
 /// One connected client: its identity, its subscription, and its bounded outbound queue.
@@ -24,6 +25,20 @@ final class ClientSession {
     var replaceableLocation: Int?
     /// Location reports replaced by newer ones before the client read them.
     var coalesced = 0
+
+    // Policy.
+    /// The one-time grant and temporary full accuracy of this connection.
+    var policy = SessionAuthorization()
+    /// Display text the client declared (AUTHORIZE name): shown to the agent, never a key.
+    var displayName: String?
+    /// The authorization last sent to the client.
+    var announced: AuthorizationState?
+    /// The authorization whose first delivery was audited.
+    var auditedDelivery: AuthorizationState?
+    /// When the last reduced-accuracy report went out (reduced-interval pacing).
+    var lastReducedAt = -Double.infinity
+    /// An AUTHORIZE or FULLACCURACY waiting for an agent.
+    var pendingAsk: Int?
 
     // Subscription (WATCH).
     var subscribed = false

@@ -71,8 +71,9 @@ public final class Daemon: @unchecked Sendable {
         var limits = ServerLimits()
         limits.maxClients = configuration.maxClients
         limits.clientTimeout = configuration.clientTimeout
-        server = SocketServer(listener: listener, limits: limits,
-                              authorizer: RuleAuthorizer(defaults: configuration.policy, rules: configuration.clients),
+        let policy = PolicyEngine(rules: configuration.rules, adminGroup: configuration.adminGroup,
+                                  stateDirectory: configuration.stateDirectory, log: log)
+        server = SocketServer(listener: listener, limits: limits, policy: policy,
                               receivers: ReceiverSetReports(set: receivers), log: log, release: locationdRelease)
     }
 

@@ -1,3 +1,4 @@
+import LocationPolicy
 import LocationSources
 
 /// Log levels, as syslog priorities (journald reads `<N>` prefixes on stderr).
@@ -32,45 +33,6 @@ public enum LogLevel: Int, Comparable, Sendable, CaseIterable {
     public static func < (a: LogLevel, b: LogLevel) -> Bool { a.rawValue < b.rawValue }
 }
 
-/// Access a rule grants (Core Location's authorization, chosen by the administrator).
-public enum AccessRule: String, Sendable, Hashable {
-    case deny, ask, once, always
-}
-
-/// The most precise accuracy a rule allows.
-public enum AccuracyRule: String, Sendable, Hashable {
-    case full, reduced
-}
-
-/// A `[client NAME]` rule: which clients it matches (every key given must match) and what they get.
-public struct ClientRule: Sendable, Hashable {
-    public var name: String
-    public var executable: String?
-    public var user: String?
-    public var group: String?
-    public var unit: String?
-    public var access: AccessRule
-    public var accuracy: AccuracyRule
-    /// Purpose keys the client may cite for temporary full accuracy, with their texts.
-    public var purposes: [String: String]
-    /// Line of the section, for messages.
-    public var line: Int
-}
-
-/// The `[policy]` defaults, and the rule for clients no `[client]` section matches.
-public struct PolicyDefaults: Sendable, Hashable {
-    public var access: AccessRule = .ask
-    public var accuracy: AccuracyRule = .reduced
-    /// Seconds a one-time grant lasts at most.
-    public var onceLifetime: Double = 3600
-    /// Seconds to wait for an agent's answer.
-    public var askTimeout: Double = 30
-    /// Reduced-accuracy grid step, metres.
-    public var reducedGrid: Double = 2000
-    /// Seconds between reduced-accuracy updates.
-    public var reducedInterval: Double = 900
-}
-
 /// The whole configuration of the daemon (ARCHITECTURE.md "Config file sketch"; Config/locationd.conf
 /// documents every key).
 public struct DaemonConfiguration: Sendable {
@@ -85,6 +47,9 @@ public struct DaemonConfiguration: Sendable {
     public var receivers: [ReceiverConfiguration] = []
     public var policy = PolicyDefaults()
     public var clients: [ClientRule] = []
+
+    /// The rules the policy decides by.
+    public var rules: PolicyRules { PolicyRules(defaults: policy, clients: clients) }
 
     public init() {}
 
@@ -166,7 +131,7 @@ public struct DaemonConfiguration: Sendable {
                         guard let a = AccessRule(rawValue: e.value) else { throw fail(e, "'\(e.value)' is not deny, ask, once or always") }
                         policy.access = a
                     case "accuracy":
-                        guard let a = AccuracyRule(rawValue: e.value) else { throw fail(e, "'\(e.value)' is not full or reduced") }
+                        guard let a = AccuracyAuthorization(rawValue: e.value) else { throw fail(e, "'\(e.value)' is not full or reduced") }
                         policy.accuracy = a
                     case "once-lifetime", "ask-timeout", "reduced-interval":
                         guard let s = ReceiverConfiguration.seconds(e.value), s > 0 else { throw fail(e, "'\(e.value)' is not a duration (e.g. 30s, 15min, 1h)") }
@@ -203,7 +168,7 @@ public struct DaemonConfiguration: Sendable {
                         rule.access = a
                         sawAccess = true
                     case "accuracy":
-                        guard let a = AccuracyRule(rawValue: e.value) else { throw fail(e, "'\(e.value)' is not full or reduced") }
+                        guard let a = AccuracyAuthorization(rawValue: e.value) else { throw fail(e, "'\(e.value)' is not full or reduced") }
                         rule.accuracy = a
                     default: break
                     }

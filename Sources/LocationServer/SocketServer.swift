@@ -1,6 +1,7 @@
 import CPosixShims
 import Dispatch
 import LocationCore
+import LocationPolicy
 import LocationPosix
 import LocationWire
 
@@ -26,6 +27,16 @@ public protocol ReceiverStatusProvider: Sendable {
     func receiverReports() -> [ReceiverReport]
 }
 
+/// A question waiting for an agent's answer.
+struct PendingAsk {
+    let id: Int
+    let session: ClientSession
+    let question: AgentQuestion
+    /// The request that asked: "AUTHORIZE" or "FULLACCURACY".
+    let request: String
+    let timeout: DispatchWorkItem
+}
+
 /// The location socket: accepts clients on a Unix socket, answers their requests, and fans each fix out
 /// to the subscribers the policy allows — event-driven on one queue, never blocked by a slow client:
 /// every client has a bounded queue in which a newer location report replaces an unsent one.
@@ -33,25 +44,28 @@ public final class SocketServer: @unchecked Sendable {
     public let release: String
     let listener: ListeningSocket
     let limits: ServerLimits
-    let authorizer: any LocationAuthorizer
+    let policy: PolicyEngine
     let receivers: any ReceiverStatusProvider
     let log: Log
     let queue = DispatchQueue(label: "locationd.server", qos: .userInteractive)
 
     private var acceptSource: DispatchSourceRead?
-    private var sessions: [Int: ClientSession] = [:]
+    var sessions: [Int: ClientSession] = [:]
     private var nextID = 1
-    private var latest: Fix?
-    private var encoder = GPSDEncoder()
+    var latest: Fix?
+    var encoder = GPSDEncoder()
     private var stopped = false
     private var readBuffer = [UInt8](repeating: 0, count: 65536)
     private var sweepTimer: DispatchSourceTimer?
+    var agents: [Int: ClientSession] = [:]
+    var asks: [Int: PendingAsk] = [:]
+    var nextAsk = 1
 
-    public init(listener: ListeningSocket, limits: ServerLimits, authorizer: any LocationAuthorizer,
+    public init(listener: ListeningSocket, limits: ServerLimits, policy: PolicyEngine,
                 receivers: any ReceiverStatusProvider, log: Log, release: String) {
         self.listener = listener
         self.limits = limits
-        self.authorizer = authorizer
+        self.policy = policy
         self.receivers = receivers
         self.log = log
         self.release = release
@@ -87,6 +101,7 @@ public final class SocketServer: @unchecked Sendable {
                 _ = session.flush()
                 close(session, why: "daemon stopping")
             }
+            policy.audit.sync()
         }
     }
 
@@ -138,7 +153,7 @@ public final class SocketServer: @unchecked Sendable {
         send(session, ServerMessage.version(release: release))
     }
 
-    private func context(_ s: ClientSession) -> KeyValuePairs<String, String> {
+    func context(_ s: ClientSession) -> KeyValuePairs<String, String> {
         ["client.id": String(s.id), "client.pid": String(s.identity.pid), "client.uid": String(s.identity.uid),
          "client.exe": s.identity.executable ?? "?", "client.unit": s.identity.unit ?? "-"]
     }
@@ -192,76 +207,17 @@ public final class SocketServer: @unchecked Sendable {
         }
     }
 
-    private func handleLine(_ line: [UInt8], _ session: ClientSession, now: Double) {
-        if line.allSatisfy({ $0 == 32 || $0 == 13 || $0 == 9 }) { return }
-        session.requestsInWindow += 1
-        if session.requestsInWindow > limits.maxRequestsPerSecond {
-            refuse(session, "flooding: more than \(limits.maxRequestsPerSecond) requests in a second")
-            return
-        }
-        let request: Request
-        do {
-            request = try RequestParser.parse(line)
-        } catch {
-            bad(session, error)
-            return
-        }
-        switch request {
-        case let .watch(enable, minInterval, distanceFilter):
-            guard enable else {
-                session.subscribed = false
-                send(session, ServerMessage.watch(enable: false, minInterval: minInterval, distanceFilter: distanceFilter))
-                return
-            }
-            if case .denied(let reason) = authorizer.decide(session.identity) {
-                log.notice("location refused", merge(context(session), reason))
-                send(session, ServerMessage.error(request: "WATCH", message: "not authorized: \(reason)"))
-                return
-            }
-            session.subscribed = true
-            session.minInterval = minInterval
-            session.distanceFilter = distanceFilter
-            session.lastDelivered = nil
-            session.lastDeliveredAt = -Double.infinity
-            session.toldFix = nil
-            send(session, ServerMessage.watch(enable: true, minInterval: minInterval, distanceFilter: distanceFilter))
-            if let latest, latest.hasPosition {
-                deliver(latest, to: session, now: now, tpv: nil)
-            } else {
-                tellState(session, fix: false)
-            }
-        case let .poll(timeout):
-            if case .denied(let reason) = authorizer.decide(session.identity) {
-                log.notice("location refused", merge(context(session), reason))
-                send(session, ServerMessage.error(request: "POLL", message: "not authorized: \(reason)"))
-                return
-            }
-            let id = session.nextPoll
-            session.nextPoll += 1
-            let item = DispatchWorkItem { [weak self, weak session] in
-                guard let self, let session, !session.closed, session.polls.removeValue(forKey: id) != nil else { return }
-                self.send(session, ServerMessage.error(request: "POLL", message: "no fix within \(Self.seconds(timeout))"))
-            }
-            session.polls[id] = item
-            queue.asyncAfter(deadline: .now() + timeout, execute: item)
-        case .status:
-            send(session, ServerMessage.status(mode: latest?.mode ?? .noFix, clients: sessions.count,
-                                                receivers: receivers.receiverReports()))
-        }
-    }
-
     static func seconds(_ s: Double) -> String {
         s == s.rounded() ? "\(Int(s)) s" : "\(s) s"
     }
 
-    private func merge(_ c: KeyValuePairs<String, String>, _ reason: String) -> KeyValuePairs<String, String> {
-        var pairs = Array(c)
-        pairs.append(("reason", reason))
+    func merge(_ c: KeyValuePairs<String, String>, _ reason: String) -> KeyValuePairs<String, String> {
+        let pairs = Array(c)
         return ["client.id": pairs[0].1, "client.pid": pairs[1].1, "client.uid": pairs[2].1, "client.exe": pairs[3].1,
                 "client.unit": pairs[4].1, "reason": reason]
     }
 
-    private func bad(_ session: ClientSession, _ error: RequestError) {
+    func bad(_ session: ClientSession, _ error: RequestError) {
         session.badRequests += 1
         if session.badRequests > limits.maxBadRequests {
             refuse(session, "more than \(limits.maxBadRequests) bad requests")
@@ -271,7 +227,7 @@ public final class SocketServer: @unchecked Sendable {
     }
 
     /// Tells the client why and closes it.
-    private func refuse(_ session: ClientSession, _ why: String) {
+    func refuse(_ session: ClientSession, _ why: String) {
         session.enqueue(ServerMessage.error(request: "?", message: why + "; closing"), isLocation: false)
         _ = session.flush()
         log.notice("client disconnected", merge(context(session), why))
@@ -284,53 +240,125 @@ public final class SocketServer: @unchecked Sendable {
         latest = fix
         guard !stopped else { return }
         let now = monotonicNow()
+        let wall = wallClockSeconds()
         if !fix.hasPosition {
             for session in sessions.values where session.subscribed { tellState(session, fix: false) }
             return
         }
-        var tpv: [UInt8] = []
-        encoder.appendTPV(fix, accuracy: AccuracyLevel.full.rawValue, to: &tpv)
-        for session in sessions.values {
-            if !session.polls.isEmpty {
-                if case .allowed = authorizer.decide(session.identity) {
-                    let reply = ServerMessage.poll(tpv: tpv)
-                    for (_, item) in session.polls { item.cancel() }
-                    session.polls.removeAll()
-                    send(session, reply)
-                }
+        // Encoded at most once per accuracy, shared by every client that gets that accuracy.
+        var full: [UInt8]? = nil
+        var reduced: (fix: Fix, tpv: [UInt8])?? = nil
+        for session in sessions.values where session.subscribed || !session.polls.isEmpty {
+            let state = policy.state(session.identity, session.policy, now: wall)
+            guard state.status.isAuthorized, let accuracy = state.accuracy else {
+                revokeStreaming(session, state)
+                continue
             }
-            if session.subscribed { deliver(fix, to: session, now: now, tpv: tpv) }
+            let payload: (fix: Fix, tpv: [UInt8])
+            if accuracy == .full {
+                if full == nil {
+                    var bytes: [UInt8] = []
+                    encoder.appendTPV(fix, accuracy: "full", to: &bytes)
+                    full = bytes
+                }
+                payload = (fix, full!)
+            } else {
+                if reduced == nil {
+                    if let r = policy.fudger.reduce(fix, at: wall) {
+                        var bytes: [UInt8] = []
+                        encoder.appendTPV(r, accuracy: "reduced", to: &bytes)
+                        reduced = .some((r, bytes))
+                    } else {
+                        reduced = .some(nil)
+                    }
+                }
+                guard let r = reduced!, now - session.lastReducedAt >= policy.rules.defaults.reducedInterval else { continue }
+                payload = r
+            }
+            if !session.polls.isEmpty {
+                for (_, item) in session.polls { item.cancel() }
+                session.polls.removeAll()
+                send(session, ServerMessage.poll(tpv: payload.tpv))
+                noteDelivery(session, state, now: now)
+            }
+            if session.subscribed { deliver(payload, to: session, state: state, now: now) }
         }
     }
 
-    private func deliver(_ fix: Fix, to session: ClientSession, now: Double, tpv: [UInt8]?) {
-        guard case .allowed(let accuracy) = authorizer.decide(session.identity) else {
-            session.subscribed = false
-            send(session, ServerMessage.error(request: "WATCH", message: "no longer authorized"))
-            return
-        }
+    /// Sends a location report to a subscriber if its filters let it through.
+    func deliver(_ payload: (fix: Fix, tpv: [UInt8]), to session: ClientSession, state: AuthorizationState, now: Double) {
         if now - session.lastDeliveredAt < session.minInterval { return }
         if session.distanceFilter > 0, let last = session.lastDelivered, let la0 = last.latitude, let lo0 = last.longitude,
-           let la1 = fix.latitude, let lo1 = fix.longitude,
+           let la1 = payload.fix.latitude, let lo1 = payload.fix.longitude,
            Geodesy.distance(latitude1: la0, longitude1: lo0, latitude2: la1, longitude2: lo1) < session.distanceFilter {
             return
         }
         if session.toldFix == false { tellState(session, fix: true) }
         session.toldFix = true
-        session.lastDelivered = fix
+        session.lastDelivered = payload.fix
         session.lastDeliveredAt = now
-        var bytes = tpv ?? []
-        if tpv == nil { encoder.appendTPV(fix, accuracy: accuracy.rawValue, to: &bytes) }
-        send(session, bytes, isLocation: true)
+        send(session, payload.tpv, isLocation: true)
+        noteDelivery(session, state, now: now)
     }
 
-    private func tellState(_ session: ClientSession, fix: Bool) {
+    /// Audits a grant's first delivery, and paces reduced accuracy.
+    func noteDelivery(_ session: ClientSession, _ state: AuthorizationState, now: Double) {
+        if state.accuracy == .reduced { session.lastReducedAt = now }
+        if session.auditedDelivery != state {
+            session.auditedDelivery = state
+            policy.record("delivery", identity: session.identity, name: session.displayName, request: nil,
+                          status: state.status.rawValue, accuracy: state.accuracy?.rawValue, reason: "first location under this grant")
+        }
+    }
+
+    /// A client that is no longer authorized stops streaming and is told its new status.
+    func revokeStreaming(_ session: ClientSession, _ state: AuthorizationState) {
+        let wasStreaming = session.subscribed || !session.polls.isEmpty
+        session.subscribed = false
+        for (_, item) in session.polls { item.cancel() }
+        session.polls.removeAll()
+        if wasStreaming {
+            announce(session, state)
+            send(session, ServerMessage.error(request: "WATCH", message: "not authorized: \(state.reason)"))
+        }
+    }
+
+    /// Sends AUTHORIZATION when the client's state differs from what it was last told.
+    func announce(_ session: ClientSession, _ state: AuthorizationState, force: Bool = false) {
+        guard force || session.announced != state else { return }
+        session.announced = state
+        send(session, ServerMessage.authorization(status: state.status.rawValue, accuracy: state.accuracy?.rawValue, reason: state.reason))
+    }
+
+    /// After rules or grants changed: every client whose state changed is told; those who lost
+    /// authorization stop streaming at once.
+    func reevaluateAll() {
+        let wall = wallClockSeconds()
+        for session in sessions.values {
+            let state = policy.state(session.identity, session.policy, now: wall)
+            if !state.status.isAuthorized {
+                if session.subscribed || !session.polls.isEmpty { revokeStreaming(session, state) } else if session.announced != nil { announce(session, state) }
+            } else if session.announced != nil {
+                announce(session, state)
+            }
+        }
+    }
+
+    /// Applies a new configuration's rules (SIGHUP): clients that lose their grant are told at once.
+    public func applyPolicyRules(_ rules: PolicyRules) {
+        queue.sync {
+            policy.replaceRules(rules)
+            reevaluateAll()
+        }
+    }
+
+    func tellState(_ session: ClientSession, fix: Bool) {
         guard session.toldFix != fix else { return }
         session.toldFix = fix
         send(session, ServerMessage.state(fix: fix, reason: fix ? nil : noFixReason()))
     }
 
-    private func noFixReason() -> String {
+    func noFixReason() -> String {
         let reports = receivers.receiverReports()
         if reports.isEmpty { return "no receiver is configured" }
         if reports.allSatisfy({ $0.state != "connected" }) {
@@ -341,7 +369,7 @@ public final class SocketServer: @unchecked Sendable {
 
     // MARK: - Writing
 
-    private func send(_ session: ClientSession, _ bytes: [UInt8], isLocation: Bool = false) {
+    func send(_ session: ClientSession, _ bytes: [UInt8], isLocation: Bool = false) {
         guard !session.closed else { return }
         session.enqueue(bytes, isLocation: isLocation)
         if session.outboundBytes > limits.maxQueuedBytes {
@@ -351,7 +379,7 @@ public final class SocketServer: @unchecked Sendable {
         if session.writeSource == nil { flush(session) }
     }
 
-    private func flush(_ session: ClientSession) {
+    func flush(_ session: ClientSession) {
         switch session.flush() {
         case .failure(let e):
             close(session, why: "write failed: \(e)")
@@ -408,12 +436,18 @@ public final class SocketServer: @unchecked Sendable {
         timer.resume()
     }
 
-    private func close(_ session: ClientSession, why: String) {
+    func close(_ session: ClientSession, why: String) {
         guard !session.closed else { return }
         session.closed = true
         for (_, item) in session.polls { item.cancel() }
         session.polls.removeAll()
         sessions.removeValue(forKey: session.id)
+        agents.removeValue(forKey: session.id)
+        for (id, ask) in asks where ask.session === session {
+            ask.timeout.cancel()
+            asks.removeValue(forKey: id)
+            tellAgents(ServerMessage.object("ANSWERED", members: answeredMembers(id, "withdrawn", by: "client disconnected")))
+        }
         // Close the descriptor only once every source watching it has been cancelled.
         let closer = DescriptorCloser(fd: session.fd, sources: (session.readSource != nil ? 1 : 0) + (session.writeSource != nil ? 1 : 0))
         for source in [session.readSource as (any DispatchSourceProtocol)?, session.writeSource].compactMap({ $0 }) {

@@ -129,3 +129,102 @@ extension ServerMessage {
         return w.bytes
     }
 }
+
+extension ServerMessage {
+    /// `AUTHORIZATION`: the client's authorization status, accuracy authorization and the reason.
+    public static func authorization(status: String, accuracy: String?, reason: String) -> [UInt8] {
+        var w = JSONObjectWriter()
+        w.begin()
+        w.field("class", "AUTHORIZATION")
+        w.field("status", status)
+        w.field("accuracy", accuracy)
+        w.field("reason", reason)
+        w.end()
+        return w.bytes
+    }
+
+    /// A generic object from already-encoded member pairs: `{"class":NAME,<members>}`.
+    public static func object(_ name: String, members: [UInt8]) -> [UInt8] {
+        var out = Array("{\"class\":\"\(name)\"".utf8)
+        if !members.isEmpty {
+            out.append(UInt8(ascii: ","))
+            out.append(contentsOf: members)
+        }
+        out.append(contentsOf: Array("}\n".utf8))
+        return out
+    }
+}
+
+/// Builds the members of a JSON object (no braces) for `ServerMessage.object`.
+public struct JSONMembers {
+    public private(set) var bytes: [UInt8] = []
+
+    public init() {}
+
+    private mutating func key(_ k: String) {
+        if !bytes.isEmpty { bytes.append(UInt8(ascii: ",")) }
+        var w = JSONObjectWriter(reservingCapacity: 16)
+        w.appendString(k)
+        bytes.append(contentsOf: w.bytes)
+        bytes.append(UInt8(ascii: ":"))
+    }
+
+    public mutating func string(_ k: String, _ v: String?) {
+        guard let v else { return }
+        key(k)
+        var w = JSONObjectWriter(reservingCapacity: v.utf8.count + 2)
+        w.appendString(v)
+        bytes.append(contentsOf: w.bytes)
+    }
+
+    public mutating func number(_ k: String, _ v: Double?) {
+        guard let v, v.isFinite else { return }
+        key(k)
+        var w = JSONObjectWriter(reservingCapacity: 24)
+        w.appendDouble(v)
+        bytes.append(contentsOf: w.bytes)
+    }
+
+    public mutating func integer(_ k: String, _ v: Int?) {
+        guard let v else { return }
+        key(k)
+        bytes.append(contentsOf: Array(String(v).utf8))
+    }
+
+    public mutating func bool(_ k: String, _ v: Bool) {
+        key(k)
+        bytes.append(contentsOf: Array((v ? "true" : "false").utf8))
+    }
+
+    /// A nested object.
+    public mutating func object(_ k: String, _ members: JSONMembers) {
+        key(k)
+        bytes.append(UInt8(ascii: "{"))
+        bytes.append(contentsOf: members.bytes)
+        bytes.append(UInt8(ascii: "}"))
+    }
+
+    /// An array of nested objects.
+    public mutating func objects(_ k: String, _ items: [JSONMembers]) {
+        key(k)
+        bytes.append(UInt8(ascii: "["))
+        for (i, item) in items.enumerated() {
+            if i > 0 { bytes.append(UInt8(ascii: ",")) }
+            bytes.append(UInt8(ascii: "{"))
+            bytes.append(contentsOf: item.bytes)
+            bytes.append(UInt8(ascii: "}"))
+        }
+        bytes.append(UInt8(ascii: "]"))
+    }
+
+    /// An array of raw JSON values (e.g. audit lines, already JSON).
+    public mutating func rawArray(_ k: String, _ items: [String]) {
+        key(k)
+        bytes.append(UInt8(ascii: "["))
+        for (i, item) in items.enumerated() {
+            if i > 0 { bytes.append(UInt8(ascii: ",")) }
+            bytes.append(contentsOf: Array(item.utf8))
+        }
+        bytes.append(UInt8(ascii: "]"))
+    }
+}

@@ -16,6 +16,25 @@ public enum Request: Equatable, Sendable {
     case poll(timeout: Double)
     /// The daemon's state.
     case status
+    /// Ask for authorization: `kind` "once" or "persistent", `accuracy` "full" or "reduced"; `name` is
+    /// display text for the agent, never a key.
+    case authorize(kind: String, accuracy: String, name: String?)
+    /// The current authorization status.
+    case authorization
+    /// Temporary full accuracy for this connection, citing a purpose key declared in the config.
+    case fullAccuracy(purposeKey: String)
+    /// Register as an agent (root or admin group).
+    case agent
+    /// An agent's answer to ASK `id`: "allowOnce", "allowAlways" or "deny", optionally at reduced accuracy.
+    case answer(id: Int, answer: String, accuracy: String?)
+    /// List persistent grants, live one-time grants and pre-approvals (admin).
+    case grants
+    /// Grant ahead (admin): `kind` "once" (pre-approve the next connection) or "persistent".
+    case grant(subject: GrantTarget, kind: String, accuracy: String, expires: Double?)
+    /// Revoke every grant of a subject (admin); takes effect at once.
+    case revoke(subject: GrantTarget)
+    /// The audit events at or after `since` (Unix seconds) (admin).
+    case audit(since: Double?)
 
     /// The request's class name, for replies and errors.
     public var className: String {
@@ -23,8 +42,24 @@ public enum Request: Equatable, Sendable {
         case .watch: return "WATCH"
         case .poll: return "POLL"
         case .status: return "STATUS"
+        case .authorize: return "AUTHORIZE"
+        case .authorization: return "AUTHORIZATION"
+        case .fullAccuracy: return "FULLACCURACY"
+        case .agent: return "AGENT"
+        case .answer: return "ANSWER"
+        case .grants: return "GRANTS"
+        case .grant: return "GRANT"
+        case .revoke: return "REVOKE"
+        case .audit: return "AUDIT"
         }
     }
+}
+
+/// Whom an administrator's GRANT or REVOKE is about.
+public enum GrantTarget: Equatable, Sendable {
+    case executable(String)
+    case unit(String)
+    case user(String)
 }
 
 /// Why a request line was refused; `request` is its class when it could be read.
@@ -49,6 +84,18 @@ public enum RequestParser {
         var minInterval: Double?
         var distanceFilter: Double?
         var timeout: Double?
+        var authorization: String?
+        var accuracy: String?
+        var name: String?
+        var purposeKey: String?
+        var id: Int?
+        var answer: String?
+        var executable: String?
+        var unit: String?
+        var user: String?
+        var kind: String?
+        var expires: Double?
+        var since: Double?
     }
 
     /// Parses one line (without its newline): JSON `{"class":...}` or gpsd's `?CLASS={...};` / `?CLASS;`.
@@ -104,6 +151,57 @@ public enum RequestParser {
             return .poll(timeout: timeout)
         case "STATUS":
             return .status
+        case "AUTHORIZE":
+            let kind = members.authorization ?? "once"
+            guard kind == "once" || kind == "persistent" else {
+                throw RequestError(request: name, message: "authorization must be \"once\" or \"persistent\"")
+            }
+            let accuracy = members.accuracy ?? "full"
+            guard accuracy == "full" || accuracy == "reduced" else {
+                throw RequestError(request: name, message: "accuracy must be \"full\" or \"reduced\"")
+            }
+            return .authorize(kind: kind, accuracy: accuracy, name: members.name)
+        case "AUTHORIZATION":
+            return .authorization
+        case "FULLACCURACY":
+            guard let key = members.purposeKey, !key.isEmpty else {
+                throw RequestError(request: name, message: "purposeKey must be a non-empty string")
+            }
+            return .fullAccuracy(purposeKey: key)
+        case "AGENT":
+            return .agent
+        case "ANSWER":
+            guard let id = members.id else { throw RequestError(request: name, message: "id must be the ASK's id") }
+            guard let answer = members.answer, ["allowOnce", "allowAlways", "deny"].contains(answer) else {
+                throw RequestError(request: name, message: "answer must be \"allowOnce\", \"allowAlways\" or \"deny\"")
+            }
+            if let a = members.accuracy, a != "full" && a != "reduced" {
+                throw RequestError(request: name, message: "accuracy must be \"full\" or \"reduced\"")
+            }
+            return .answer(id: id, answer: answer, accuracy: members.accuracy)
+        case "GRANTS":
+            return .grants
+        case "GRANT", "REVOKE":
+            let targets = [members.executable.map(GrantTarget.executable), members.unit.map(GrantTarget.unit),
+                           members.user.map(GrantTarget.user)].compactMap { $0 }
+            guard targets.count == 1, let target = targets.first else {
+                throw RequestError(request: name, message: "give exactly one of executable, unit or user")
+            }
+            if name == "REVOKE" { return .revoke(subject: target) }
+            let kind = members.kind ?? "persistent"
+            guard kind == "once" || kind == "persistent" else {
+                throw RequestError(request: name, message: "kind must be \"once\" or \"persistent\"")
+            }
+            let accuracy = members.accuracy ?? "full"
+            guard accuracy == "full" || accuracy == "reduced" else {
+                throw RequestError(request: name, message: "accuracy must be \"full\" or \"reduced\"")
+            }
+            if let e = members.expires, !(e > 0) {
+                throw RequestError(request: name, message: "expires must be a number of seconds > 0")
+            }
+            return .grant(subject: target, kind: kind, accuracy: accuracy, expires: members.expires)
+        case "AUDIT":
+            return .audit(since: members.since)
         default:
             throw RequestError(request: name, message: "unknown class \"\(name)\"")
         }

@@ -1,0 +1,142 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import LocationPolicy
+import LocationPosix
+
+/// The grant store: persistent grants and pre-approvals as JSON in the state directory (mode 0600).
+///
+/// Writes are atomic — a temporary file, fsync, rename over the old one, fsync of the directory — so a
+/// crash at any moment leaves either the old or the new store, never a mix. An unreadable or corrupt
+/// store is moved aside (`grants.json.corrupt-<unix time>`), logged, and treated as empty: fail closed.
+public final class GrantStore: @unchecked Sendable {
+    public let path: String
+    public private(set) var grants: GrantSet
+
+    /// Loads the store at `directory/grants.json`.
+    public init(directory: String, log: Log) {
+        path = directory + "/grants.json"
+        grants = GrantSet()
+        guard let data = FileManager.default.contents(atPath: path) else { return }
+        do {
+            grants = try JSONDecoder().decode(GrantSet.self, from: data)
+        } catch {
+            let aside = path + ".corrupt-\(Int(wallClockSeconds()))"
+            rename(path, aside)
+            log.error("grant store unreadable; moved aside and starting empty", ["path": path, "moved-to": aside, "error": "\(error)"])
+        }
+    }
+
+    /// Replaces the grants and writes them durably.
+    /// - Throws: `Errno` when the file cannot be written (the in-memory grants still change).
+    public func update(_ change: (inout GrantSet) -> Void) throws(Errno) {
+        change(&grants)
+        try Self.writeAtomically(path: path, bytes: try encoded())
+    }
+
+    private func encoded() throws(Errno) -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        guard let data = try? encoder.encode(grants) else { throw .invalidArgument }
+        return [UInt8](data) + [10]
+    }
+
+    /// temp file (0600) → write → fsync → rename → fsync(directory).
+    static func writeAtomically(path: String, bytes: [UInt8]) throws(Errno) {
+        let temporary = path + ".tmp-\(getpid())"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .current }
+        if case .failure(let e) = FileDescriptorOps.writeAll(fd, bytes) {
+            close(fd); unlink(temporary); throw e
+        }
+        guard fsync(fd) == 0 else { let e = Errno.current; close(fd); unlink(temporary); throw e }
+        close(fd)
+        guard rename(temporary, path) == 0 else { let e = Errno.current; unlink(temporary); throw e }
+        let directory = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
+        let dfd = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dfd >= 0 { fsync(dfd); close(dfd) }
+    }
+}
+
+/// The fudger's secret: 32 random bytes and the hour they were made, in `directory/fudger.secret`
+/// (mode 0600). Made on first start; kept across restarts so a restart reveals no fresh sample.
+enum FudgerSecret {
+    static func load(directory: String, log: Log) -> (secret: [UInt8], originHour: Int) {
+        let path = directory + "/fudger.secret"
+        if let data = FileManager.default.contents(atPath: path), data.count == 40 {
+            let bytes = [UInt8](data)
+            var hour = 0
+            for i in 0..<8 { hour |= Int(bytes[32 + i]) << (8 * i) }
+            return (Array(bytes[0..<32]), hour)
+        }
+        // SystemRandomNumberGenerator reads getrandom(2): cryptographically secure.
+        var generator = SystemRandomNumberGenerator()
+        let secret = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        let hour = Int(wallClockSeconds() / 3600)
+        var bytes = secret
+        for i in 0..<8 { bytes.append(UInt8((hour >> (8 * i)) & 0xFF)) }
+        do {
+            try GrantStore.writeAtomically(path: path, bytes: bytes)
+        } catch {
+            log.error("cannot write the fudger secret", ["path": path, "errno": error.description])
+        }
+        return (secret, hour)
+    }
+}
+
+/// The audit file: one JSON object per line in `directory/audit.jsonl`, capped at `maximumBytes` (the
+/// older half moves to `audit.jsonl.1`). Which program saw your location, when, how precisely.
+public final class AuditLog: @unchecked Sendable {
+    public let path: String
+    let maximumBytes: Int
+    private var fd: Int32 = -1
+    private var size = 0
+
+    public init(directory: String, maximumBytes: Int = 1 << 20) {
+        path = directory + "/audit.jsonl"
+        self.maximumBytes = maximumBytes
+        open()
+    }
+
+    private func open() {
+        fd = Glibc.open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        var st = stat()
+        if fd >= 0, fstat(fd, &st) == 0 { size = Int(st.st_size) }
+    }
+
+    /// Appends one event line (already JSON, newline added here).
+    public func append(_ line: [UInt8]) {
+        if size + line.count + 1 > maximumBytes {
+            close(fd)
+            rename(path, path + ".1")
+            size = 0
+            open()
+        }
+        guard fd >= 0 else { return }
+        let bytes = line + [10]
+        if case .success = FileDescriptorOps.writeAll(fd, bytes) { size += bytes.count }
+    }
+
+    /// Flushes to disk (on shutdown).
+    public func sync() { if fd >= 0 { fsync(fd) } }
+
+    /// The lines at or after `since` (Unix seconds), oldest first, from the rotated and current files.
+    public func lines(since: Double?) -> [String] {
+        var out: [String] = []
+        for file in [path + ".1", path] {
+            guard let data = FileManager.default.contents(atPath: file) else { continue }
+            for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
+                if let since, let t = Self.unixTime(of: line), t < since { continue }
+                out.append(String(line))
+            }
+        }
+        return out
+    }
+
+    static func unixTime(of line: Substring) -> Double? {
+        guard let r = line.firstRange(of: "\"unix\":") else { return nil }
+        let rest = line[r.upperBound...].prefix { $0.isNumber || $0 == "." }
+        return Double(rest)
+    }
+}

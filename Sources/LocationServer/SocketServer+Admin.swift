@@ -1,0 +1,158 @@
+import LocationCore
+import LocationPolicy
+import LocationPosix
+import LocationWire
+
+/// The agent and the administrator's requests: AGENT, ANSWER, GRANTS, GRANT, REVOKE, AUDIT — for root and
+/// the config's `admin-group` only; anyone else gets a permission ERROR.
+extension SocketServer {
+    func admin(_ request: Request, _ session: ClientSession) {
+        guard policy.isAdmin(session.identity) else {
+            send(session, ServerMessage.error(request: request.className,
+                                              message: "permission denied: needs root or group \(policy.adminGroup)"))
+            return
+        }
+        let by = "\(session.identity.user ?? "uid \(session.identity.uid)") (uid \(session.identity.uid))"
+        switch request {
+        case .agent:
+            agents[session.id] = session
+            log.notice("agent registered", ["agent.pid": String(session.identity.pid), "agent.uid": String(session.identity.uid)])
+            send(session, ServerMessage.object("AGENT", members: JSONMembers().bytes))
+        case let .answer(id, answer, accuracy):
+            answerAsk(id: id, answer: answer, accuracy: accuracy, from: session, by: by)
+        case .grants:
+            send(session, ServerMessage.object("GRANTS", members: grantsMembers()))
+        case let .grant(target, kind, accuracy, expires):
+            let now = wallClockSeconds()
+            let subject = Self.subject(target)
+            let level: AccuracyAuthorization = accuracy == "reduced" ? .reduced : .full
+            let until = expires.map { now + $0 }
+            if kind == "once" {
+                persist { $0.preapprovals.append(Preapproval(subject: subject, accuracy: level, created: now, expires: until)) }
+            } else {
+                persist {
+                    $0.persistent.removeAll { $0.subject == subject }
+                    $0.persistent.append(PersistentGrant(subject: subject, allowed: true, accuracy: level, created: now,
+                                                         expires: until, decidedBy: "administrator \(by)"))
+                }
+            }
+            policy.record("grant", identity: session.identity, request: "GRANT \(kind) \(subject) \(level.rawValue)",
+                          status: nil, accuracy: level.rawValue, reason: "by administrator \(by)")
+            reevaluateAll()
+            send(session, ServerMessage.object("GRANTS", members: grantsMembers()))
+        case let .revoke(target):
+            let subject = Self.subject(target)
+            persist {
+                $0.persistent.removeAll { $0.subject == subject }
+                $0.preapprovals.removeAll { $0.subject == subject }
+            }
+            for other in sessions.values where subject.matches(other.identity) {
+                other.policy = SessionAuthorization()
+            }
+            policy.record("revoke", identity: session.identity, request: "REVOKE \(subject)", status: nil, accuracy: nil,
+                          reason: "by administrator \(by)")
+            reevaluateAll()
+            send(session, ServerMessage.object("GRANTS", members: grantsMembers()))
+        case let .audit(since):
+            var m = JSONMembers()
+            m.rawArray("events", policy.audit.lines(since: since))
+            send(session, ServerMessage.object("AUDIT", members: m.bytes))
+        default:
+            break
+        }
+    }
+
+    private func answerAsk(id: Int, answer: String, accuracy: String?, from agent: ClientSession, by: String) {
+        guard agents[agent.id] != nil else {
+            send(agent, ServerMessage.error(request: "ANSWER", message: "register with AGENT first"))
+            return
+        }
+        guard let pending = asks.removeValue(forKey: id) else {
+            send(agent, ServerMessage.error(request: "ANSWER", message: "no question \(id) is waiting (answered, withdrawn or timed out)"))
+            return
+        }
+        pending.timeout.cancel()
+        let lowered: AccuracyAuthorization? = accuracy.map { $0 == "reduced" ? .reduced : .full }
+        let parsed: AgentAnswer
+        switch answer {
+        case "allowOnce": parsed = .allowOnce(lowered)
+        case "allowAlways": parsed = .allowAlways(lowered)
+        default: parsed = .deny
+        }
+        let session = pending.session
+        let now = wallClockSeconds()
+        let outcome = Policy.apply(parsed, to: pending.question, identity: session.identity, session: session.policy, now: now,
+                                   onceLifetime: policy.rules.defaults.onceLifetime, decidedBy: "agent \(by)")
+        session.policy = outcome.session
+        if let stored = outcome.store {
+            persist {
+                $0.persistent.removeAll { $0.subject == stored.subject }
+                $0.persistent.append(stored)
+            }
+        }
+        let state = policy.state(session.identity, session.policy, now: now)
+        policy.record("decision", identity: session.identity, name: session.displayName, request: pending.request,
+                      status: state.status.rawValue, accuracy: state.accuracy?.rawValue, reason: "agent \(by) answered \(answer)")
+        if !session.closed {
+            announce(session, state, force: true)
+            if parsed == .deny, pending.request == "FULLACCURACY" {
+                send(session, ServerMessage.error(request: "FULLACCURACY", message: "temporary full accuracy denied by the agent"))
+            }
+        }
+        send(agent, ServerMessage.object("ANSWERED", members: answeredMembers(id, answer, by: by)))
+        tellAgents(ServerMessage.object("ANSWERED", members: answeredMembers(id, answer, by: by)), except: agent)
+        if outcome.store != nil { reevaluateAll() }
+    }
+
+    static func subject(_ target: GrantTarget) -> GrantSubject {
+        switch target {
+        case .executable(let e): return .executable(e)
+        case .unit(let u): return .unit(u)
+        case .user(let u): return .user(u)
+        }
+    }
+
+    private func grantsMembers() -> [UInt8] {
+        func subjectMembers(_ s: GrantSubject, into m: inout JSONMembers) {
+            switch s {
+            case .executable(let e): m.string("executable", e)
+            case .unit(let u): m.string("unit", u)
+            case .user(let u): m.string("user", u)
+            }
+        }
+        let grants = policy.store.grants
+        var m = JSONMembers()
+        m.objects("persistent", grants.persistent.map { g in
+            var item = JSONMembers()
+            subjectMembers(g.subject, into: &item)
+            item.bool("allowed", g.allowed)
+            item.string("accuracy", g.accuracy.rawValue)
+            item.string("created", isoTime(g.created))
+            item.string("expires", g.expires.map(isoTime))
+            item.string("decidedBy", g.decidedBy)
+            return item
+        })
+        m.objects("preapproved", grants.preapprovals.map { p in
+            var item = JSONMembers()
+            subjectMembers(p.subject, into: &item)
+            item.string("accuracy", p.accuracy.rawValue)
+            item.string("created", isoTime(p.created))
+            item.string("expires", p.expires.map(isoTime))
+            return item
+        })
+        let now = wallClockSeconds()
+        m.objects("once", sessions.values.compactMap { s -> JSONMembers? in
+            guard let once = s.policy.once, now < once.expires else { return nil }
+            var item = JSONMembers()
+            item.integer("pid", Int(s.identity.pid))
+            item.integer("uid", Int(s.identity.uid))
+            item.string("exe", s.identity.executable)
+            item.string("unit", s.identity.unit)
+            item.string("accuracy", (s.policy.temporaryFullAccuracy != nil ? AccuracyAuthorization.full : once.accuracy).rawValue)
+            item.string("granted", isoTime(once.granted))
+            item.string("expires", isoTime(once.expires))
+            return item
+        })
+        return m.bytes
+    }
+}
