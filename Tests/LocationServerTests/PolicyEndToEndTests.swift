@@ -1,0 +1,234 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import LocationPolicy
+import LocationPosix
+import Testing
+
+/// End-to-end checks of the permission policy with the real daemon and real clients (issue 5).
+@Suite("Permission policy, end to end", .serialized)
+struct PolicyEndToEndTests {
+    static var selfExecutable: String {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        return String(decoding: buffer.prefix(max(n, 0)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    static func config(policy: String, clients: String = "", rate: String = "20", loop: Bool = true) -> String {
+        """
+        [receiver demo]
+        type = replay
+        file = \(DaemonProcess.demoCapture)
+        rate = \(rate)
+        loop = \(loop ? "yes" : "no")
+
+        [policy]
+        \(policy)
+
+        \(clients)
+        """
+    }
+
+    /// Runs a Python client as `nobody` (setpriv), sending `lines`, recording every byte received for
+    /// `seconds`; returns the bytes.
+    static func asNobody(_ socket: String, lines: [String], seconds: Double) throws -> String {
+        let script = """
+            import socket, sys, time
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(sys.argv[1])
+            for line in sys.argv[3:]:
+                s.sendall(line.encode() + b"\\n")
+            s.settimeout(0.2)
+            end = time.time() + float(sys.argv[2])
+            out = b""
+            while time.time() < end:
+                try:
+                    d = s.recv(65536)
+                    if not d: break
+                    out += d
+                except socket.timeout:
+                    pass
+            sys.stdout.buffer.write(out)
+            """
+        let directory = String(socket[..<socket.lastIndex(of: "/")!])
+        chmod(directory, 0o755)
+        let output = directory + "/nobody-\(Int(monotonic() * 1000)).out"
+        var pid: pid_t = 0
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        let args = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script, socket,
+                    String(seconds)] + lines
+        let argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        guard posix_spawnp(&pid, "setpriv", &actions, nil, argv, environ) == 0 else { throw Errno.current }
+        posix_spawn_file_actions_destroy(&actions)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        return FileManager.default.contents(atPath: output).map { String(decoding: $0, as: UTF8.self) } ?? ""
+    }
+
+    @Test("as another user, a client without a grant receives not one byte of location over whole replays")
+    func strangerGetsNothing() throws {
+        // Root may see everything; nobody falls to the default (ask, with no agent running).
+        let daemon = try DaemonProcess(config: Self.config(policy: "access = ask", clients: """
+            [client root]
+            user = root
+            access = always
+            accuracy = full
+            """, rate: "max"))
+        let received = try Self.asNobody(daemon.socketPath, lines: [#"{"class":"WATCH"}"#, #"{"class":"POLL","timeout":1}"#,
+                                                                    #"{"class":"AUTHORIZE","authorization":"persistent"}"#,
+                                                                    #"{"class":"WATCH"}"#], seconds: 2)
+        #expect(received.contains("VERSION"))
+        #expect(received.contains(#""status":"notDetermined""#))
+        #expect(received.contains("no agent is running"))
+        #expect(!received.contains("\"lat\"") && !received.contains("\"lon\"") && !received.contains("TPV"), "\(received.prefix(2000))")
+        // Meanwhile root streams (the replay was running).
+        let root = try RawClient(daemon.socketPath)
+        root.send(#"{"class":"WATCH"}"#)
+        #expect(root.message("TPV") != nil)
+        // A non-admin cannot grant itself.
+        let grant = try Self.asNobody(daemon.socketPath, lines: [#"{"class":"GRANT","user":"nobody","kind":"persistent"}"#], seconds: 0.5)
+        #expect(grant.contains("permission denied"))
+    }
+
+    @Test("a one-time grant ends on disconnect; the next connection must ask again")
+    func oneTimeEndsOnDisconnect() throws {
+        let daemon = try DaemonProcess(config: Self.config(policy: "access = once\naccuracy = full"))
+        do {
+            let client = try RawClient(daemon.socketPath)
+            client.send(#"{"class":"WATCH"}"#)
+            #expect(client.message("AUTHORIZATION")?["status"]?.string == "notDetermined")
+            client.send(#"{"class":"AUTHORIZE","authorization":"once"}"#)
+            #expect(client.message("AUTHORIZATION")?["status"]?.string == "authorizedOnce")
+            client.send(#"{"class":"WATCH"}"#)
+            #expect(client.message("TPV")?["accuracy"]?.string == "full")
+        }
+        let again = try RawClient(daemon.socketPath)
+        again.send(#"{"class":"AUTHORIZATION"}"#)
+        #expect(again.message("AUTHORIZATION")?["status"]?.string == "notDetermined")
+        again.send(#"{"class":"WATCH"}"#)
+        #expect(again.message("ERROR")?["request"]?.string == "WATCH")
+    }
+
+    @Test("agent: allow always is stored and survives a restart; revoke stops a live stream")
+    func persistentGrantAndRevoke() throws {
+        let daemon = try DaemonProcess(config: Self.config(policy: "access = ask\naccuracy = full\nask-timeout = 10s"))
+        let agent = try RawClient(daemon.socketPath)
+        agent.send(#"{"class":"AGENT"}"#)
+        #expect(agent.message("AGENT") != nil)
+        let client = try RawClient(daemon.socketPath)
+        client.send(#"{"class":"AUTHORIZE","authorization":"persistent","name":"test client"}"#)
+        let ask = try #require(agent.message("ASK"))
+        guard case .object(let who)? = ask["client"] else { Issue.record("ASK without client"); return }
+        #expect(who["exe"]?.string == Self.selfExecutable)
+        #expect(who["name"]?.string == "test client")
+        let id = Int(try #require(ask["id"]?.number))
+        agent.send(#"{"class":"ANSWER","id":\#(id),"answer":"allowAlways"}"#)
+        #expect(agent.message("ANSWERED")?["answer"]?.string == "allowAlways")
+        #expect(client.message("AUTHORIZATION")?["status"]?.string == "authorizedPersistent")
+
+        // Restart: the grant is still there.
+        #expect(daemon.stop() == 0)
+        try daemon.start()
+        let after = try RawClient(daemon.socketPath)
+        after.send(#"{"class":"AUTHORIZATION"}"#)
+        #expect(after.message("AUTHORIZATION")?["status"]?.string == "authorizedPersistent")
+        after.send(#"{"class":"WATCH"}"#)
+        #expect(after.message("TPV") != nil)
+
+        // Revoke: streaming stops at once and the client is told.
+        let admin = try RawClient(daemon.socketPath)
+        admin.send(#"{"class":"REVOKE","executable":"\#(Self.selfExecutable)"}"#)
+        #expect(admin.message("GRANTS") != nil)
+        #expect(after.message("AUTHORIZATION")?["status"]?.string == "notDetermined")
+        var tpvAfterRevoke = 0
+        while let line = after.line(timeout: 1) { if line.contains("\"TPV\"") { tpvAfterRevoke += 1 } }
+        #expect(tpvAfterRevoke <= 1)  // at most one already on its way
+
+        // The audit file tells the story.
+        admin.send(#"{"class":"AUDIT"}"#)
+        let audit = try #require(admin.line(timeout: 5))
+        #expect(audit.contains("allowAlways") && audit.contains("\"event\":\"revoke\"") && audit.contains("\"event\":\"delivery\""))
+    }
+
+    @Test("a stored deny is not asked again; no agent means denied with the reason")
+    func deny() throws {
+        let daemon = try DaemonProcess(config: Self.config(policy: "access = ask"))
+        let client = try RawClient(daemon.socketPath)
+        client.send(#"{"class":"AUTHORIZE"}"#)
+        #expect(client.message("AUTHORIZATION")?["reason"]?.string?.contains("no agent") == true)
+        let agent = try RawClient(daemon.socketPath)
+        agent.send(#"{"class":"AGENT"}"#)
+        _ = agent.message("AGENT")
+        client.send(#"{"class":"AUTHORIZE"}"#)
+        let id = Int(try #require(agent.message("ASK")?["id"]?.number))
+        agent.send(#"{"class":"ANSWER","id":\#(id),"answer":"deny"}"#)
+        #expect(client.message("AUTHORIZATION")?["status"]?.string == "denied")
+        client.send(#"{"class":"AUTHORIZE"}"#)
+        #expect(client.message("AUTHORIZATION")?["reason"]?.string?.contains("not asked again") == true)
+        #expect(agent.message("ASK", timeout: 1) == nil)
+    }
+
+    @Test("reduced accuracy through the daemon: on the grid, no forbidden field, paced; temporary full accuracy by purpose")
+    func reducedAndTemporaryFull() throws {
+        let daemon = try DaemonProcess(config: Self.config(policy: "access = ask\nreduced-interval = 1s", clients: """
+            [client tests]
+            executable = \(Self.selfExecutable)
+            access = always
+            accuracy = reduced
+            purpose.Navigation = Turn-by-turn directions need your exact position.
+            """))
+        let client = try RawClient(daemon.socketPath)
+        client.send(#"{"class":"WATCH"}"#)
+        var arrivals: [Double] = []
+        for _ in 0..<3 {
+            let tpv = try #require(client.message("TPV", timeout: 5))
+            arrivals.append(monotonic())
+            #expect(tpv["accuracy"]?.string == "reduced")
+            for forbidden in ["altHAE", "altMSL", "speed", "track", "heading", "climb", "epv", "geoidSep"] {
+                #expect(tpv[forbidden] == nil, "\(forbidden) in a reduced report")
+            }
+            #expect((tpv["eph"]?.number ?? 0) >= 2000)
+            let lat = try #require(tpv["lat"]?.number)
+            let step = 2000.0 / 111_000
+            #expect(abs(lat / step - (lat / step).rounded()) < 1e-6)
+        }
+        #expect(zip(arrivals.dropFirst(), arrivals).allSatisfy { $0 - $1 >= 0.9 })
+        client.send(#"{"class":"FULLACCURACY","purposeKey":"Advertising"}"#)
+        #expect(client.message("ERROR")?["message"]?.string?.contains("not declared") == true)
+        let agent = try RawClient(daemon.socketPath)
+        agent.send(#"{"class":"AGENT"}"#)
+        _ = agent.message("AGENT")
+        client.send(#"{"class":"FULLACCURACY","purposeKey":"Navigation"}"#)
+        let ask = try #require(agent.message("ASK"))
+        #expect(ask["purpose"]?.string == "Turn-by-turn directions need your exact position.")
+        agent.send(#"{"class":"ANSWER","id":\#(Int(ask["id"]!.number!)),"answer":"allowOnce"}"#)
+        #expect(client.message("AUTHORIZATION")?["accuracy"]?.string == "full")
+        #expect(client.message("TPV", timeout: 5)?["accuracy"]?.string == "full")
+    }
+
+    @Test("SIGKILL during grant writes, 100 times: the store always loads, old or new")
+    func crashDuringWrites() throws {
+        let daemon = try DaemonProcess(config: Self.config(policy: "access = ask"))
+        let store = daemon.directory + "/state/grants.json"
+        var loaded = 0
+        for round in 0..<100 {
+            let admin = try RawClient(daemon.socketPath)
+            for i in 0..<5 { admin.send(#"{"class":"GRANT","user":"user\#(round)-\#(i)","kind":"persistent"}"#) }
+            usleep(UInt32(round % 10) * 300)
+            daemon.stop(signal: SIGKILL)
+            if let data = FileManager.default.contents(atPath: store) {
+                let grants = try JSONDecoder().decode(GrantSet.self, from: data)
+                #expect(grants.persistent.count <= 5 * (round + 1))
+                loaded += 1
+            }
+            let leftovers = (try? FileManager.default.contentsOfDirectory(atPath: daemon.directory + "/state")) ?? []
+            #expect(!leftovers.contains { $0.hasPrefix("grants.json.corrupt") })
+            try daemon.start()
+        }
+        #expect(loaded >= 90)
+    }
+}
