@@ -44,7 +44,7 @@ public struct GPSDEncoder {
         writer.field("heading", fix.heading, decimals: 4)
         writer.field("accuracy", accuracy)
         writer.end()
-        out.append(contentsOf: writer.bytes)
+        writer.append(to: &out)
     }
 
     /// Appends a `SKY` line (DOPs, satellites used/seen, satellites) for `fix` to `out`.
@@ -79,6 +79,6 @@ public struct GPSDEncoder {
             writer.endArray()
         }
         writer.end()
-        out.append(contentsOf: writer.bytes)
+        writer.append(to: &out)
     }
 }

@@ -4,37 +4,71 @@ private let decimalScales: [Double] = [1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8
 ///
 /// Numbers are written in the shortest form that reads back as the same Double (Swift's `description`),
 /// so nothing is lost in transit; non-finite values are never written.
+final class ByteBuffer {
+    var base: UnsafeMutablePointer<UInt8>
+    var capacity: Int
+    var count = 0
+    init(capacity: Int) { self.capacity = max(capacity, 64); base = .allocate(capacity: self.capacity) }
+    deinit { base.deallocate() }
+    @inline(__always) func ensure(_ n: Int) {
+        if count + n > capacity { grow(count + n) }
+    }
+    @inline(never) func grow(_ needed: Int) {
+        var c = capacity * 2
+        while c < needed { c *= 2 }
+        let b = UnsafeMutablePointer<UInt8>.allocate(capacity: c)
+        b.update(from: base, count: count)
+        base.deallocate()
+        base = b
+        capacity = c
+    }
+    @inline(__always) func append(_ byte: UInt8) { ensure(1); base[count] = byte; count += 1 }
+    @inline(__always) func append(_ p: UnsafePointer<UInt8>, _ n: Int) {
+        ensure(n); (base + count).update(from: p, count: n); count += n
+    }
+}
+
 public struct JSONObjectWriter {
-    public private(set) var bytes: [UInt8]
+    private let buffer: ByteBuffer
+    private var scratch: [UInt8] = []
+    public var bytes: [UInt8] { Array(UnsafeBufferPointer(start: buffer.base, count: buffer.count)) }
     private var first = true
 
     public init(reservingCapacity capacity: Int = 256) {
-        bytes = []
-        bytes.reserveCapacity(capacity)
+        buffer = ByteBuffer(capacity: capacity)
+    }
+
+    /// Appends the object to `out`.
+    public func append(to out: inout [UInt8]) {
+        out.append(contentsOf: UnsafeBufferPointer(start: buffer.base, count: buffer.count))
     }
 
     /// Starts an object.
     public mutating func begin() {
-        bytes.append(UInt8(ascii: "{"))
+        buffer.append(UInt8(ascii: "{"))
         first = true
     }
 
     /// Ends the object and appends a newline (one object per line, as gpsd's protocol).
     public mutating func end(newline: Bool = true) {
-        bytes.append(UInt8(ascii: "}"))
-        if newline { bytes.append(10) }
+        buffer.append(UInt8(ascii: "}"))
+        if newline { buffer.append(10) }
     }
 
     /// Clears the buffer, keeping its capacity.
-    public mutating func reset() { bytes.removeAll(keepingCapacity: true) }
+    public mutating func reset() { buffer.count = 0 }
 
     mutating func key(_ name: StaticString) {
-        if !first { bytes.append(UInt8(ascii: ",")) }
+        if !first { buffer.append(UInt8(ascii: ",")) }
         first = false
-        bytes.append(UInt8(ascii: "\""))
-        bytes.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
-        bytes.append(UInt8(ascii: "\""))
-        bytes.append(UInt8(ascii: ":"))
+        let n = name.utf8CodeUnitCount
+        buffer.ensure(n + 3)
+        let p = buffer.base + buffer.count
+        p[0] = UInt8(ascii: "\"")
+        (p + 1).update(from: name.utf8Start, count: n)
+        p[n + 1] = UInt8(ascii: "\"")
+        p[n + 2] = UInt8(ascii: ":")
+        buffer.count += n + 3
     }
 
     public mutating func field(_ name: StaticString, _ value: Int) {
@@ -64,7 +98,8 @@ public struct JSONObjectWriter {
 
     public mutating func field(_ name: StaticString, _ value: Bool) {
         key(name)
-        bytes.append(contentsOf: value ? Array("true".utf8) : Array("false".utf8))
+        let text: StaticString = value ? "true" : "false"
+        buffer.append(text.utf8Start, text.utf8CodeUnitCount)
     }
 
     /// A string field; escapes quotes, backslashes and control characters.
@@ -77,40 +112,42 @@ public struct JSONObjectWriter {
     /// A string field whose value is already ASCII without characters that need escaping.
     public mutating func rawStringField(_ name: StaticString, _ write: (inout [UInt8]) -> Void) {
         key(name)
-        bytes.append(UInt8(ascii: "\""))
-        write(&bytes)
-        bytes.append(UInt8(ascii: "\""))
+        scratch.removeAll(keepingCapacity: true)
+        write(&scratch)
+        buffer.append(UInt8(ascii: "\""))
+        scratch.withUnsafeBufferPointer { buffer.append($0.baseAddress!, $0.count) }
+        buffer.append(UInt8(ascii: "\""))
     }
 
     /// Starts an array of objects named `name`; write each with `beginElement()` … `endElement()`.
     public mutating func beginArray(_ name: StaticString) {
         key(name)
-        bytes.append(UInt8(ascii: "["))
+        buffer.append(UInt8(ascii: "["))
         first = true
     }
 
     /// Starts one object inside an array.
     public mutating func beginElement() {
-        if !first { bytes.append(UInt8(ascii: ",")) }
-        bytes.append(UInt8(ascii: "{"))
+        if !first { buffer.append(UInt8(ascii: ",")) }
+        buffer.append(UInt8(ascii: "{"))
         first = true
     }
 
     /// Ends one object inside an array.
     public mutating func endElement() {
-        bytes.append(UInt8(ascii: "}"))
+        buffer.append(UInt8(ascii: "}"))
         first = false
     }
 
     /// Ends the array.
     public mutating func endArray() {
-        bytes.append(UInt8(ascii: "]"))
+        buffer.append(UInt8(ascii: "]"))
         first = false
     }
 
     mutating func appendInteger(_ value: Int) {
         if value < 0 {
-            bytes.append(UInt8(ascii: "-"))
+            buffer.append(UInt8(ascii: "-"))
             appendUnsigned(UInt(value.magnitude))
         } else {
             appendUnsigned(UInt(value))
@@ -119,7 +156,7 @@ public struct JSONObjectWriter {
 
     mutating func appendUnsigned(_ value: UInt) {
         if value < 10 {
-            bytes.append(UInt8(48 + value))
+            buffer.append(UInt8(48 + value))
             return
         }
         var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
@@ -133,7 +170,8 @@ public struct JSONObjectWriter {
                 n /= 10
                 count += 1
             }
-            for i in stride(from: count - 1, through: 0, by: -1) { bytes.append(d[i]) }
+            buffer.ensure(count)
+            for i in stride(from: count - 1, through: 0, by: -1) { buffer.base[buffer.count] = d[i]; buffer.count += 1 }
         }
     }
 
@@ -143,24 +181,25 @@ public struct JSONObjectWriter {
             appendInteger(Int(value))
             return
         }
-        bytes.append(contentsOf: value.description.utf8)
+        var d = value.description
+        d.withUTF8 { buffer.append($0.baseAddress!, $0.count) }
     }
 
     mutating func appendString(_ value: String) {
-        bytes.append(UInt8(ascii: "\""))
+        buffer.append(UInt8(ascii: "\""))
         for byte in value.utf8 {
             switch byte {
-            case UInt8(ascii: "\""): bytes.append(contentsOf: [92, 34])
-            case UInt8(ascii: "\\"): bytes.append(contentsOf: [92, 92])
-            case 10: bytes.append(contentsOf: [92, UInt8(ascii: "n")])
-            case 13: bytes.append(contentsOf: [92, UInt8(ascii: "r")])
-            case 9: bytes.append(contentsOf: [92, UInt8(ascii: "t")])
+            case UInt8(ascii: "\""): buffer.append(92); buffer.append(34)
+            case UInt8(ascii: "\\"): buffer.append(92); buffer.append(92)
+            case 10: buffer.append(92); buffer.append(UInt8(ascii: "n"))
+            case 13: buffer.append(92); buffer.append(UInt8(ascii: "r"))
+            case 9: buffer.append(92); buffer.append(UInt8(ascii: "t"))
             case 0..<0x20:
                 let hex = Array("0123456789abcdef".utf8)
-                bytes.append(contentsOf: [92, UInt8(ascii: "u"), 48, 48, hex[Int(byte >> 4)], hex[Int(byte & 15)]])
-            default: bytes.append(byte)
+                for b in [92, UInt8(ascii: "u"), 48, 48, hex[Int(byte >> 4)], hex[Int(byte & 15)]] { buffer.append(b) }
+            default: buffer.append(byte)
             }
         }
-        bytes.append(UInt8(ascii: "\""))
+        buffer.append(UInt8(ascii: "\""))
     }
 }

@@ -12,17 +12,26 @@ public struct CaptureFilter: Sendable {
     /// Filters one chunk into `out` (cleared first).
     public mutating func filter(_ chunk: UnsafeBufferPointer<UInt8>, into out: inout [UInt8]) {
         out.removeAll(keepingCapacity: true)
-        for byte in chunk {
+        let n = chunk.count
+        var i = 0
+        while i < n {
             if inComment {
-                if byte == 10 || byte == 13 { inComment = false; atLineStart = true }
+                while i < n, chunk[i] != 10, chunk[i] != 13 { i += 1 }
+                if i == n { break }
+                inComment = false; atLineStart = true; i += 1
                 continue
             }
-            if atLineStart && byte == UInt8(ascii: "#") {
-                inComment = true
-                continue
+            var j = i
+            var lineStart = atLineStart
+            while j < n {
+                let b = chunk[j]
+                if lineStart && b == 35 { break }
+                lineStart = b == 10 || b == 13
+                j += 1
             }
-            atLineStart = byte == 10 || byte == 13
-            out.append(byte)
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: chunk[i..<j]))
+            atLineStart = lineStart
+            if j < n { inComment = true; i = j + 1 } else { i = j }
         }
     }
 }

@@ -61,7 +61,26 @@ public struct SentenceFramer: Sendable {
         rethrows where Bytes.Element == UInt8
     {
         let handled: Void?? = try bytes.withContiguousStorageIfAvailable { chunk in
-            for byte in chunk { try consume(byte, body) }
+            let n = chunk.count
+            var i = 0
+            while i < n {
+                let byte = chunk[i]
+                if inSentence && !overlong && byte >= 0x20 && byte <= 0x7E && byte != 36 && byte != 33 {
+                    var j = i + 1
+                    while j < n {
+                        let b = chunk[j]
+                        if b < 0x20 || b > 0x7E || b == 36 || b == 33 { break }
+                        j += 1
+                    }
+                    if j - i <= maximumSentenceLength - buffer.count {
+                        buffer.append(contentsOf: UnsafeBufferPointer(rebasing: chunk[i..<j]))
+                        i = j
+                        continue
+                    }
+                }
+                try consume(byte, body)
+                i += 1
+            }
         }
         if handled == nil {
             for byte in bytes { try consume(byte, body) }
