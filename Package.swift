@@ -9,6 +9,7 @@ let package = Package(
         .library(name: "NMEA", targets: ["NMEA"]),
         .library(name: "LocationCore", targets: ["LocationCore"]),
         .library(name: "LocationWire", targets: ["LocationWire"]),
+        .library(name: "LocationClient", targets: ["LocationClient"]),
         .executable(name: "locationctl", targets: ["locationctl"]),
     ],
     targets: [
@@ -33,8 +34,11 @@ let package = Package(
         // The daemon: config, socket server, publisher.
         .target(name: "LocationServer", dependencies: ["LocationSources", "LocationWire", "LocationPosix", "LocationCore", "LocationPolicy", "CInih", "CPosixShims"]),
         .executableTarget(name: "locationd", dependencies: ["LocationServer"]),
-        .executableTarget(name: "locationctl", dependencies: ["NMEA", "LocationWire", "LocationCore"]),
+        // The Swift client library for programs that consume location (docs/PROTOCOL.md).
+        .target(name: "LocationClient", dependencies: ["LocationWire", "LocationPosix", "LocationCore"]),
+        .executableTarget(name: "locationctl", dependencies: ["NMEA", "LocationWire", "LocationCore", "LocationClient"]),
         .testTarget(name: "NMEATests", dependencies: ["NMEA", "LocationCore", "LocationWire"]),
+        .testTarget(name: "LocationClientTests", dependencies: ["LocationClient", "LocationPosix", "LocationWire", "LocationCore"]),
         .testTarget(name: "LocationWireTests", dependencies: ["LocationWire", "LocationCore"]),
         .testTarget(name: "LocationServerTests", dependencies: ["LocationServer", "LocationSources", "LocationWire", "LocationPosix", "LocationCore", "NMEA", "LocationPolicy"]),
         .testTarget(name: "LocationPolicyTests", dependencies: ["LocationPolicy", "LocationCore"]),

@@ -9,14 +9,25 @@ enum ExitCode: Int32 {
     case ok = 0
     case usage = 64
     case noInput = 66
+    case unavailable = 69
+    case software = 70
     case ioError = 74
+    case temporaryFailure = 75
+    case protocolError = 76
 }
 
 let usage = """
-    usage: locationctl <command> [options]
+    usage: locationctl [--socket PATH] <command> [options]
 
     commands:
       decode [FILE]   decode NMEA 0183 from FILE (or standard input) into gpsd-style JSON lines
+      watch           print locations from locationd as they come
+      get             print one fresh location from locationd
+      status          show locationd's receivers and clients
+
+    global options:
+      --socket PATH   locationd's socket, for watch, get and status (also accepted after the command;
+                      default: $LOCATIOND_SOCKET, else /run/locationd/locationd.sock)
 
     Run 'locationctl <command> --help' for a command's options.
 
@@ -28,6 +39,20 @@ func writeStandardError(_ text: String) {
 }
 
 var arguments = Array(CommandLine.arguments.dropFirst())
+// The global --socket PATH (or --socket=PATH) before the command.
+var socketPath: String? = nil
+while let first = arguments.first, first == "--socket" || first.hasPrefix("--socket=") {
+    arguments.removeFirst()
+    if first == "--socket" {
+        guard !arguments.isEmpty else {
+            writeStandardError("locationctl: --socket needs a value\n\(usage)")
+            exit(ExitCode.usage.rawValue)
+        }
+        socketPath = arguments.removeFirst()
+    } else {
+        socketPath = String(first.dropFirst("--socket=".count))
+    }
+}
 guard let command = arguments.first else {
     writeStandardError(usage)
     exit(ExitCode.usage.rawValue)
@@ -37,6 +62,12 @@ arguments.removeFirst()
 switch command {
 case "decode":
     exit(DecodeCommand.run(arguments).rawValue)
+case "watch":
+    exit(await WatchCommand.run(arguments, socketPath: socketPath).rawValue)
+case "get":
+    exit(await GetCommand.run(arguments, socketPath: socketPath).rawValue)
+case "status":
+    exit(await StatusCommand.run(arguments, socketPath: socketPath).rawValue)
 case "-h", "--help", "help":
     print(usage, terminator: "")
     exit(0)

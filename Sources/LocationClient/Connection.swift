@@ -1,0 +1,371 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+import FoundationEssentials
+import LocationCore
+import LocationPosix
+import Synchronization
+
+/// One connection to the daemon: the socket, a reader thread that splits what arrives into lines and
+/// routes each to whoever waits for it, and the waiters.
+///
+/// Routing follows the protocol: replies carry no request id, but each request class has its own reply
+/// class (`POLL` → `POLL`, `STATUS` → `STATUS`) and every `ERROR` names its request's class, and the
+/// server answers a connection's requests in order; so a reply goes to the oldest waiter of its class.
+/// `TPV` and `STATE` go to the subscription (`updates`), at most one per connection as on the server.
+///
+/// Lifetime: the reader thread holds the connection until the socket reaches end of file; `close()`
+/// shuts the socket down to get there. The descriptor is closed when the last reference goes, so no
+/// other thread can ever write to a reused descriptor number.
+final class Connection: Sendable {
+    /// The longest server line read, bytes (a `STATUS` with many receivers stays far below it).
+    static let maximumLineLength = 1 << 20
+
+    /// The socket.
+    let fd: Int32
+
+    private struct Waiter: Sendable {
+        let id: Int
+        let replyClass: String
+        let continuation: CheckedContinuation<[UInt8], any Error>
+    }
+
+    private struct Watcher: Sendable {
+        let id: Int
+        let continuation: AsyncThrowingStream<LocationUpdate, any Error>.Continuation
+        /// The fix state last reported to it; nil before the first report.
+        var fix: Bool? = nil
+        var reason: String? = nil
+    }
+
+    private struct State: Sendable {
+        /// Set once, when the connection ended: what every later call fails with.
+        var ended: LocationClientError? = nil
+        var closedByClient = false
+        var nextID = 1
+        /// Ids handed out whose waiter is not registered yet, and failures (timeout, cancellation)
+        /// that came first.
+        var unregistered: Set<Int> = []
+        var earlyFailures: [Int: any Error] = [:]
+        /// Waiting requests, oldest first.
+        var waiters: [Waiter] = []
+        var watcher: Watcher? = nil
+        /// Whether the first line (the greeting) has arrived; the greeting itself while nobody waits for it.
+        var greeted = false
+        var greeting: Result<[UInt8], LocationClientError>? = nil
+        /// An `ERROR` no request claimed (request `"?"`): reported instead of `.disconnected` if the
+        /// server then closes the connection (too many clients, flooding).
+        var unroutedError: LocationClientError? = nil
+    }
+
+    private let state = Mutex(State())
+    /// Held while registering a waiter and writing its request, so that waiters queue in the order
+    /// their requests reach the server.
+    private let sendLock = Mutex(())
+
+    /// Takes ownership of the connected socket `fd`.
+    init(fd: Int32) {
+        self.fd = fd
+    }
+
+    deinit {
+        FileDescriptorOps.close(fd)
+    }
+
+    /// Starts the reader thread. Returns the errno when no thread could be created.
+    func startReader() -> Errno? {
+        spawnThread { [self] in readLoop() }
+    }
+
+    /// Ends the connection from this side: pending calls fail with `.disconnected`, a subscription
+    /// finishes without an error.
+    func close() {
+        state.withLock { $0.closedByClient = true }
+        UnixSocketOps.shutdown(fd)
+    }
+
+    // MARK: Requests
+
+    /// Sends `request` (a JSON line, or nil to only wait) and waits for the reply line of class
+    /// `replyClass`.
+    /// - Parameters:
+    ///   - request: the request line with its newline.
+    ///   - replyClass: the class of the expected reply (`"VERSION"`, `"POLL"`, `"STATUS"`).
+    ///   - timeout: seconds to wait for the reply.
+    /// - Returns: the reply line, without its newline.
+    /// - Throws: `LocationClientError` (`.server` for an `ERROR` naming the request, `.timedOut`,
+    ///   `.disconnected`), `CancellationError` when the task is cancelled.
+    func roundTrip(_ request: [UInt8]?, replyClass: String, timeout: Double) async throws -> [UInt8] {
+        let id = state.withLock { s in
+            let id = s.nextID
+            s.nextID += 1
+            s.unregistered.insert(id)
+            return id
+        }
+        let timer = DispatchWorkItem { [self] in fail(id, with: LocationClientError.timedOut) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + max(0, min(timeout, 1e6)), execute: timer)
+        defer { timer.cancel() }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                register(Waiter(id: id, replyClass: replyClass, continuation: continuation), request: request)
+            }
+        } onCancel: {
+            fail(id, with: CancellationError())
+        }
+    }
+
+    private func register(_ waiter: Waiter, request: [UInt8]?) {
+        sendLock.withLock { _ in
+            let immediate: Result<[UInt8], any Error>? = state.withLock { s in
+                s.unregistered.remove(waiter.id)
+                if let early = s.earlyFailures.removeValue(forKey: waiter.id) { return .failure(early) }
+                if waiter.replyClass == "VERSION", let greeting = s.greeting {
+                    s.greeting = nil
+                    return greeting.mapError { $0 }
+                }
+                if let ended = s.ended { return .failure(ended) }
+                s.waiters.append(waiter)
+                return nil
+            }
+            if let immediate {
+                waiter.continuation.resume(with: immediate)
+                return
+            }
+            if let request, case .failure(let e) = UnixSocketOps.sendAll(fd, request) {
+                fail(waiter.id, with: e == .wouldBlock ? LocationClientError.timedOut : .disconnected)
+            }
+        }
+    }
+
+    /// Fails the waiter `id` with `error`, if it still waits (or has not registered yet).
+    private func fail(_ id: Int, with error: any Error) {
+        let continuation = state.withLock { s -> CheckedContinuation<[UInt8], any Error>? in
+            if let index = s.waiters.firstIndex(where: { $0.id == id }) {
+                return s.waiters.remove(at: index).continuation
+            }
+            if s.unregistered.contains(id), s.earlyFailures[id] == nil { s.earlyFailures[id] = error }
+            return nil
+        }
+        continuation?.resume(throwing: error)
+    }
+
+    /// Hands `result` to the oldest waiter for `replyClass`; returns false when there is none.
+    @discardableResult
+    private func resolve(_ replyClass: String, with result: Result<[UInt8], LocationClientError>) -> Bool {
+        let continuation = state.withLock { s -> CheckedContinuation<[UInt8], any Error>? in
+            guard let index = s.waiters.firstIndex(where: { $0.replyClass == replyClass }) else { return nil }
+            return s.waiters.remove(at: index).continuation
+        }
+        continuation?.resume(with: result.mapError { $0 })
+        return continuation != nil
+    }
+
+    // MARK: Subscription
+
+    /// Makes `continuation` the connection's subscription, finishing the one it replaces, and sends
+    /// `request` (the WATCH line).
+    func startWatch(id: Int, continuation: AsyncThrowingStream<LocationUpdate, any Error>.Continuation,
+                    request: [UInt8]) {
+        var replaced: Watcher? = nil
+        var failure: LocationClientError? = nil
+        sendLock.withLock { _ in
+            state.withLock { s in
+                if let ended = s.ended {
+                    failure = ended
+                } else {
+                    replaced = s.watcher
+                    s.watcher = Watcher(id: id, continuation: continuation)
+                }
+            }
+            if failure == nil, case .failure(let e) = UnixSocketOps.sendAll(fd, request) {
+                failure = e == .wouldBlock ? .timedOut : .disconnected
+                state.withLock { s in if s.watcher?.id == id { s.watcher = nil } }
+            }
+        }
+        replaced?.continuation.finish()
+        if let failure { continuation.finish(throwing: failure) }
+    }
+
+    /// Ends subscription `id` if it is still the current one, sending `request` (WATCH disable) while
+    /// the connection lasts.
+    func stopWatch(id: Int, request: [UInt8]) {
+        sendLock.withLock { _ in
+            let current = state.withLock { s -> Bool in
+                guard s.watcher?.id == id else { return false }
+                s.watcher = nil
+                return s.ended == nil
+            }
+            if current { _ = UnixSocketOps.sendAll(fd, request) }
+        }
+    }
+
+    /// A fresh id for a subscription.
+    func makeWatchID() -> Int {
+        state.withLock { s in
+            defer { s.nextID += 1 }
+            return s.nextID
+        }
+    }
+
+    // MARK: Reading
+
+    private func readLoop() {
+        var framer = LineFramer(maximumLineLength: Self.maximumLineLength)
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        let decoder = JSONDecoder()
+        while true {
+            let result = buffer.withUnsafeMutableBytes { FileDescriptorOps.read(fd, into: $0) }
+            switch result {
+            case .success(0):
+                end(.disconnected)
+                return
+            case .success(let count):
+                do {
+                    try framer.append(buffer[0..<count]) { handle($0, decoder: decoder) }
+                } catch {
+                    end(.invalidReply("a line longer than \(error.maximumLineLength) bytes"))
+                    return
+                }
+            case .failure:
+                // ECONNRESET and the like: the server is gone.
+                end(.disconnected)
+                return
+            }
+        }
+    }
+
+    private func handle(_ line: [UInt8], decoder: JSONDecoder) {
+        guard let envelope = decodeLine(Envelope.self, line, with: decoder) else {
+            end(.invalidReply("not a JSON object: \(Self.excerpt(line))"))
+            return
+        }
+        let replyClass = envelope.class ?? ""
+        let first = state.withLock { s -> Bool in
+            defer { s.greeted = true }
+            return !s.greeted
+        }
+        if first {
+            let greeting: Result<[UInt8], LocationClientError> =
+                replyClass == "ERROR" ? .failure(serverError(line, decoder: decoder)) : .success(line)
+            if !resolve("VERSION", with: greeting) { state.withLock { $0.greeting = greeting } }
+            return
+        }
+        switch replyClass {
+        case "TPV", "STATE":
+            deliverToWatcher(line, replyClass: replyClass, decoder: decoder)
+        case "POLL", "STATUS":
+            resolve(replyClass, with: .success(line))
+        case "ERROR":
+            let error = serverError(line, decoder: decoder)
+            guard case let .server(request, _) = error else { return }
+            switch request {
+            case "POLL", "STATUS":
+                if !resolve(request, with: .failure(error)) { state.withLock { $0.unroutedError = error } }
+            case "WATCH":
+                let watcher = state.withLock { s -> Watcher? in
+                    defer { s.watcher = nil }
+                    return s.watcher
+                }
+                if let watcher { watcher.continuation.finish(throwing: error) }
+            default:
+                state.withLock { $0.unroutedError = error }
+            }
+        default:
+            // WATCH acknowledgements, and classes a newer daemon may add.
+            break
+        }
+    }
+
+    private func serverError(_ line: [UInt8], decoder: JSONDecoder) -> LocationClientError {
+        let reply = decodeLine(ErrorReply.self, line, with: decoder)
+        return .server(request: reply?.request ?? "?", message: reply?.message ?? "")
+    }
+
+    /// Turns a TPV or STATE line into subscription events; only fix-state changes become `.state`.
+    private func deliverToWatcher(_ line: [UInt8], replyClass: String, decoder: JSONDecoder) {
+        guard state.withLock({ $0.watcher != nil }) else { return }
+        var location: Location? = nil
+        var fix: Bool
+        var reason: String? = nil
+        if replyClass == "TPV" {
+            guard let tpv = decodeLine(TPVReply.self, line, with: decoder) else { return }
+            location = tpv.location(json: String(decoding: line, as: UTF8.self))
+            if location == nil && tpv.fixMode != .noFix { return }  // 2D/3D without a position: nothing to say
+            fix = location != nil
+        } else {
+            guard let reply = decodeLine(StateReply.self, line, with: decoder), let value = reply.fix else { return }
+            fix = value
+            reason = reply.reason
+        }
+        let (continuation, events) = state.withLock { s -> (AsyncThrowingStream<LocationUpdate, any Error>.Continuation?, [LocationUpdate]) in
+            guard var watcher = s.watcher else { return (nil, []) }
+            var events: [LocationUpdate] = []
+            // The first report says "no fix yet" when there is none; a fix is news only after one was lost.
+            let changed = fix
+                ? watcher.fix == false
+                : watcher.fix != false || (replyClass == "STATE" && reason != nil && reason != watcher.reason)
+            if changed {
+                events.append(.state(fix: fix, reason: fix ? nil : reason))
+                watcher.fix = fix
+                watcher.reason = fix ? nil : reason
+            }
+            if let location { events.append(.location(location)) }
+            s.watcher = watcher
+            return (watcher.continuation, events)
+        }
+        for event in events { continuation?.yield(event) }
+    }
+
+    /// The connection is over: fail every waiter, finish the subscription, shut the socket down.
+    private func end(_ error: LocationClientError) {
+        let taken = state.withLock { s -> (LocationClientError, Bool, [Waiter], Watcher?)? in
+            guard s.ended == nil else { return nil }
+            let final = s.closedByClient ? .disconnected : (s.unroutedError ?? error)
+            s.ended = final
+            if !s.greeted {
+                s.greeted = true
+                s.greeting = .failure(final)
+            }
+            defer {
+                s.waiters = []
+                s.watcher = nil
+            }
+            return (final, s.closedByClient, s.waiters, s.watcher)
+        }
+        UnixSocketOps.shutdown(fd)
+        guard let (final, closedByClient, waiters, watcher) = taken else { return }
+        for waiter in waiters { waiter.continuation.resume(throwing: final) }
+        if closedByClient {
+            watcher?.continuation.finish()
+        } else {
+            watcher?.continuation.finish(throwing: final)
+        }
+    }
+
+    private static func excerpt(_ line: [UInt8]) -> String {
+        let text = String(decoding: line.prefix(80), as: UTF8.self)
+        return line.count > 80 ? text + "…" : text
+    }
+}
+
+/// Runs `body` on a new detached thread (pthread_create(3)); returns the error number when the thread
+/// could not be created.
+private func spawnThread(_ body: @escaping @Sendable () -> Void) -> Errno? {
+    final class Box {
+        let body: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
+    let box = Unmanaged.passRetained(Box(body)).toOpaque()
+    var thread = pthread_t()
+    let result = pthread_create(&thread, nil, { raw in
+        Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
+        return nil
+    }, box)
+    guard result == 0 else {
+        Unmanaged<Box>.fromOpaque(box).release()
+        return Errno(rawValue: result)
+    }
+    pthread_detach(thread)
+    return nil
+}

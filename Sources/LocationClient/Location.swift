@@ -1,0 +1,98 @@
+import LocationCore
+
+/// How precise the daemon's policy lets this client see locations (Core Location's
+/// `CLAccuracyAuthorization`); the TPV `accuracy` member.
+public enum AccuracyAuthorization: String, Hashable, Sendable {
+    /// The position as the receiver reported it.
+    case fullAccuracy = "full"
+    /// Snapped to a grid of about 2 km, accuracy at least the grid size, without speed, course,
+    /// heading and altitude, and at most a few updates an hour (ARCHITECTURE.md "Reduced accuracy").
+    case reducedAccuracy = "reduced"
+}
+
+/// One location report: a `TPV` object with a position (docs/PROTOCOL.md "TPV"), under Core Location's
+/// names (`CLLocation`).
+///
+/// Core Location marks an unknown value with a negative number (`horizontalAccuracy < 0`,
+/// `speed < 0`, ...). Here an unknown value is `nil` instead: the member was absent from the TPV, which
+/// the protocol defines as "not known", never zero.
+public struct Location: Hashable, Sendable {
+    /// Latitude, degrees WGS84, north positive (TPV `lat`).
+    public var latitude: Double
+    /// Longitude, degrees WGS84, east positive (TPV `lon`).
+    public var longitude: Double
+    /// Altitude above mean sea level (the geoid), metres (TPV `altMSL`; `CLLocation.altitude`).
+    public var altitude: Double?
+    /// Height above the WGS84 ellipsoid, metres (TPV `altHAE`; `CLLocation.ellipsoidalAltitude`).
+    public var ellipsoidalAltitude: Double?
+    /// Estimated horizontal position error, metres, about 95 % confidence (TPV `eph`, as gpsd defines
+    /// it); nil when unknown.
+    public var horizontalAccuracy: Double?
+    /// Estimated vertical error, metres, about 95 % confidence (TPV `epv`); nil when unknown.
+    public var verticalAccuracy: Double?
+    /// Course over ground, degrees true, 0..<360 (TPV `track`); nil when unknown (also when not moving
+    /// fast enough for the receiver to tell, if it says so by omitting it).
+    public var course: Double?
+    /// Speed over ground, metres per second (TPV `speed`).
+    public var speed: Double?
+    /// Where the vehicle or antenna baseline points, degrees true (TPV `heading`, from HDT/THS
+    /// receivers); not the direction of travel, which is `course`.
+    public var heading: Double?
+    /// Vertical speed, metres per second, up positive (TPV `climb`).
+    public var climb: Double?
+    /// The fix time, UTC, millisecond resolution (TPV `time`); nil when the receiver gave none.
+    public var timestamp: UTCTime?
+    /// Full or reduced accuracy, as the daemon's policy decided for this client (TPV `accuracy`); nil
+    /// when the TPV did not say (e.g. output of `locationctl decode`).
+    public var accuracyAuthorization: AccuracyAuthorization?
+    /// Name of the receiver the fix came from (TPV `device`).
+    public var device: String?
+    /// 2D or 3D (TPV `mode`); a location always has a position, so never `.noFix` when received.
+    public var mode: FixMode
+    /// The TPV object as the server sent it: one line of JSON without the newline, for logging or
+    /// passing on (`locationctl watch --json`); nil for values made in code.
+    public var json: String?
+
+    /// Makes a location; every value but the position is optional, as on the wire.
+    /// - Parameters: as the properties of the same names (degrees, metres, metres per second).
+    public init(latitude: Double, longitude: Double, altitude: Double? = nil, ellipsoidalAltitude: Double? = nil,
+                horizontalAccuracy: Double? = nil, verticalAccuracy: Double? = nil, course: Double? = nil,
+                speed: Double? = nil, heading: Double? = nil, climb: Double? = nil, timestamp: UTCTime? = nil,
+                accuracyAuthorization: AccuracyAuthorization? = nil, device: String? = nil,
+                mode: FixMode = .twoDimensional, json: String? = nil) {
+        self.latitude = latitude
+        self.longitude = longitude
+        self.altitude = altitude
+        self.ellipsoidalAltitude = ellipsoidalAltitude
+        self.horizontalAccuracy = horizontalAccuracy
+        self.verticalAccuracy = verticalAccuracy
+        self.course = course
+        self.speed = speed
+        self.heading = heading
+        self.climb = climb
+        self.timestamp = timestamp
+        self.accuracyAuthorization = accuracyAuthorization
+        self.device = device
+        self.mode = mode
+        self.json = json
+    }
+
+    /// Distance to `other` along the WGS84 ellipsoid, metres (`CLLocation.distance(from:)`; Vincenty's
+    /// inverse formula, `Geodesy.distance`). Altitudes are ignored.
+    public func distance(from other: Location) -> Double {
+        Geodesy.distance(latitude1: latitude, longitude1: longitude,
+                         latitude2: other.latitude, longitude2: other.longitude)
+    }
+}
+
+/// One event of a location subscription (`LocationClient.updates`).
+public enum LocationUpdate: Hashable, Sendable {
+    /// A new location (a `TPV` with a 2D or 3D position).
+    case location(Location)
+    /// The fix was lost (`fix == false`, with the daemon's reason when it gave one, e.g. "no receiver
+    /// has a fix") or came back (`fix == true`): a `STATE` object, or a `TPV` with mode 1 (no fix).
+    /// Only changes are reported: `fix: false` when there is no fix (also at the start of a
+    /// subscription); `fix: true` only after a `fix: false` (from the daemon's `STATE`, or just before
+    /// the next `.location`).
+    case state(fix: Bool, reason: String?)
+}

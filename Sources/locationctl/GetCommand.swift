@@ -1,0 +1,60 @@
+import LocationClient
+
+/// `locationctl get`: one fresh location.
+enum GetCommand {
+    static let help = """
+        usage: locationctl get [--timeout S] [--json] [--socket PATH]
+
+        Asks locationd for one fresh location (the first fix after the request) and prints it as one
+        line, in the form 'locationctl watch' uses:
+
+          2007-04-08 09:53:05.802Z  -27.2109117  153.0522500  ±400.9 m  3.6 km/h  track 133.96°
+
+        options:
+          --timeout S     how long to wait for a fix, seconds, more than 0 and at most 300 (default 10)
+          --json          print the TPV object exactly as received instead
+          --socket PATH   the daemon's socket (default: $LOCATIOND_SOCKET, else
+                          /run/locationd/locationd.sock)
+          -h, --help      show this help
+
+        exit status: 0 with a location, 64 usage, 69 daemon unreachable or refused, 75 no fix in time,
+        76 protocol mismatch.
+
+        """
+
+    static func run(_ arguments: [String], socketPath globalSocketPath: String?) async -> ExitCode {
+        var timeout = 10.0
+        var json = false
+        var options = OptionReader(arguments)
+        do throws(UsageError) {
+            while let option = try options.next() {
+                switch option {
+                case "-h", "--help":
+                    writeStandardOutput(help)
+                    return .ok
+                case "--timeout":
+                    timeout = try options.number(for: option, in: 0...300, unit: "seconds")
+                    guard timeout > 0 else { throw UsageError(message: "--timeout must be more than 0 seconds") }
+                case "--json": json = true
+                default: throw UsageError(message: "unexpected argument '\(option)'")
+                }
+            }
+        } catch {
+            return usageFailure("get", error, help: help)
+        }
+
+        do {
+            let client = try await LocationClient.connect(socketPath: options.socketPath ?? globalSocketPath)
+            defer { client.close() }
+            let location = try await client.requestLocation(timeout: timeout)
+            let line = json ? (location.json ?? "") : humanLine(location)
+            return writeStandardOutput(line + "\n") ? .ok : .ioError
+        } catch let error as LocationClientError where error.meansNoFixInTime {
+            let seconds = timeout == timeout.rounded() ? String(Int(timeout)) : String(timeout)
+            writeStandardError("locationctl get: no fix within \(seconds) s\n")
+            return .temporaryFailure
+        } catch {
+            return clientFailure("get", error)
+        }
+    }
+}

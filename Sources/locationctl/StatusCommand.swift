@@ -1,0 +1,94 @@
+import LocationClient
+import LocationCore
+
+/// `locationctl status`: the daemon's receivers and clients.
+enum StatusCommand {
+    static let help = """
+        usage: locationctl status [--json] [--socket PATH]
+
+        Prints locationd's state: the current fix, the number of connected clients, and a table of the
+        configured receivers (name, type, state, priority, sentences, fixes and errors since start, the
+        time of the last fix, and the device, gpsd server or file) with the reason for each one that is
+        unavailable.
+
+        options:
+          --json          print the STATUS object exactly as received instead
+          --socket PATH   the daemon's socket (default: $LOCATIOND_SOCKET, else
+                          /run/locationd/locationd.sock)
+          -h, --help      show this help
+
+        exit status: 0, 64 usage, 69 daemon unreachable, 75 timeout, 76 protocol mismatch.
+
+        """
+
+    static func run(_ arguments: [String], socketPath globalSocketPath: String?) async -> ExitCode {
+        var json = false
+        var options = OptionReader(arguments)
+        do throws(UsageError) {
+            while let option = try options.next() {
+                switch option {
+                case "-h", "--help":
+                    writeStandardOutput(help)
+                    return .ok
+                case "--json": json = true
+                default: throw UsageError(message: "unexpected argument '\(option)'")
+                }
+            }
+        } catch {
+            return usageFailure("status", error, help: help)
+        }
+
+        do {
+            let client = try await LocationClient.connect(socketPath: options.socketPath ?? globalSocketPath)
+            defer { client.close() }
+            let status = try await client.status()
+            let text = json ? (status.json ?? "") + "\n" : render(status, release: client.serverRelease)
+            return writeStandardOutput(text) ? .ok : .ioError
+        } catch {
+            return clientFailure("status", error)
+        }
+    }
+
+    /// The human-readable form: a summary line, then one table row per receiver.
+    static func render(_ status: DaemonStatus, release: String?) -> String {
+        let mode: String
+        switch status.mode {
+        case .noFix: mode = "no fix"
+        case .twoDimensional: mode = "2D"
+        case .threeDimensional: mode = "3D"
+        }
+        var text = "fix: \(mode)   clients: \(status.clients)"
+        if let release { text += "   locationd \(release)" }
+        text += "\n"
+        guard !status.receivers.isEmpty else { return text + "no receivers configured\n" }
+        var rows = [["RECEIVER", "TYPE", "STATE", "PRIORITY", "SENTENCES", "FIXES", "ERRORS", "LAST FIX", "SOURCE"]]
+        var reasons: [Int: String] = [:]
+        for receiver in status.receivers {
+            var source = receiver.path ?? "-"
+            if let speed = receiver.speed { source += " @ \(speed) bit/s" }
+            if let reason = receiver.reason { reasons[rows.count] = reason }
+            rows.append([receiver.name, receiver.type, receiver.state, String(receiver.priority),
+                         String(receiver.sentences), String(receiver.fixes), String(receiver.errors),
+                         humanTime(receiver.lastFixTime), source])
+        }
+        let rightAligned: Set<Int> = [3, 4, 5, 6]
+        var widths = [Int](repeating: 0, count: rows[0].count)
+        for row in rows {
+            for (column, cell) in row.enumerated() { widths[column] = max(widths[column], cell.count) }
+        }
+        for (index, row) in rows.enumerated() {
+            var cells: [String] = []
+            for (column, cell) in row.enumerated() {
+                let padding = String(repeating: " ", count: widths[column] - cell.count)
+                if column == row.count - 1 {
+                    cells.append(cell)
+                } else {
+                    cells.append(rightAligned.contains(column) ? padding + cell : cell + padding)
+                }
+            }
+            text += cells.joined(separator: "  ") + "\n"
+            if let reason = reasons[index] { text += "  └ \(reason)\n" }
+        }
+        return text
+    }
+}

@@ -1,0 +1,86 @@
+import LocationClient
+import LocationWire
+
+/// `locationctl watch`: subscribe and print locations as they come.
+enum WatchCommand {
+    static let help = """
+        usage: locationctl watch [--count N] [--json] [--min-interval S] [--distance-filter M] [--socket PATH]
+
+        Subscribes to locationd's location updates and prints one line per location:
+
+          2007-04-08 09:53:05.802Z  -27.2109117  153.0522500  ±400.9 m  3.6 km/h  track 133.96°
+
+        (UTC time, latitude and longitude in degrees, horizontal accuracy in metres, speed, course over
+        ground in degrees true; values the daemon does not know are left out), and a line when the fix
+        is lost ("fix lost: REASON") or comes back ("fix acquired"). Runs until interrupted.
+
+        options:
+          --count N              exit after N locations
+          --json                 print the TPV objects exactly as received, one per line (and STATE
+                                 objects for fix changes) instead
+          --min-interval S       at most one location every S seconds (default 0: every fix)
+          --distance-filter M    only locations at least M metres from the last one printed
+          --socket PATH          the daemon's socket (default: $LOCATIOND_SOCKET, else
+                                 /run/locationd/locationd.sock)
+          -h, --help             show this help
+
+        exit status: 0 after --count locations, 64 usage, 69 daemon unreachable or gone, 75 timeout,
+        76 protocol mismatch.
+
+        """
+
+    static func run(_ arguments: [String], socketPath globalSocketPath: String?) async -> ExitCode {
+        var count: Int? = nil
+        var json = false
+        var minInterval = 0.0
+        var distanceFilter = 0.0
+        var options = OptionReader(arguments)
+        do throws(UsageError) {
+            while let option = try options.next() {
+                switch option {
+                case "-h", "--help":
+                    writeStandardOutput(help)
+                    return .ok
+                case "--count": count = try options.count(for: option)
+                case "--json": json = true
+                case "--min-interval": minInterval = try options.number(for: option, in: 0...1e9, unit: "seconds")
+                case "--distance-filter":
+                    distanceFilter = try options.number(for: option, in: 0...1e8, unit: "metres")
+                default: throw UsageError(message: "unexpected argument '\(option)'")
+                }
+            }
+        } catch {
+            return usageFailure("watch", error, help: help)
+        }
+
+        do {
+            let client = try await LocationClient.connect(socketPath: options.socketPath ?? globalSocketPath)
+            var printed = 0
+            var hadFix = false
+            for try await update in client.updates(minInterval: minInterval, distanceFilter: distanceFilter) {
+                let line: String
+                switch update {
+                case .location(let location):
+                    hadFix = true
+                    line = json ? (location.json ?? "") : humanLine(location)
+                    printed += 1
+                case .state(let fix, let reason):
+                    if json {
+                        line = String(decoding: ServerMessage.state(fix: fix, reason: reason).dropLast(), as: UTF8.self)
+                    } else if fix {
+                        line = "fix acquired"
+                    } else {
+                        line = (hadFix ? "fix lost" : "no fix") + (reason.map { ": \($0)" } ?? "")
+                    }
+                    hadFix = hadFix || fix
+                }
+                guard writeStandardOutput(line + "\n") else { return .ioError }
+                if let count, printed >= count { break }
+            }
+            client.close()
+            return .ok
+        } catch {
+            return clientFailure("watch", error)
+        }
+    }
+}
