@@ -96,7 +96,7 @@ public struct LocationFudger: Sendable {
     func gaussian(_ hour: UInt64, _ axis: UInt64) -> Double {
         var state = hour &* 0x9E37_79B9_7F4A_7C15 ^ axis &* 0xC2B2_AE3D_27D4_EB4F
         for w in secret { state = mix(state ^ w) }
-        let u1 = (Double(mix(state) >> 11) + 1) / 9_007_199_254_740_993
+        let u1 = (Double(mix(state) >> 11) + 1) / 9_007_199_254_740_992  // (0, 1]: log(u1) is finite
         let u2 = Double(mix(state &+ 0x632B_E59B_D9B4_E019) >> 11) / 9_007_199_254_740_992
         return (-2 * log(u1)).squareRoot() * cos(2 * .pi * u2)
     }
