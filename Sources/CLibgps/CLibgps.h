@@ -19,21 +19,7 @@
 #error "locationd needs libgps API 9 or later (gpsd >= 3.19: timespec fix times, altHAE/altMSL)"
 #endif
 
-/// gps_stream(3) flags, as typed constants (the macros carry a `u` suffix).
-static const unsigned int CLIBGPS_WATCH_ENABLE = WATCH_ENABLE;
-static const unsigned int CLIBGPS_WATCH_JSON = WATCH_JSON;
-static const unsigned int CLIBGPS_WATCH_DEVICE = WATCH_DEVICE;
-
-/// gps_data_t.set bits (gps_mask_t) the receiver reads.
-static const gps_mask_t CLIBGPS_TIME_SET = TIME_SET;
-static const gps_mask_t CLIBGPS_STATUS_SET = STATUS_SET;
-static const gps_mask_t CLIBGPS_MODE_SET = MODE_SET;
-static const gps_mask_t CLIBGPS_DOP_SET = DOP_SET;
-static const gps_mask_t CLIBGPS_SATELLITE_SET = SATELLITE_SET;
-
-/// netlib errors gps_open(3) leaves in errno (negative).
-static const int CLIBGPS_NL_NOHOST = NL_NOHOST;
-static const int CLIBGPS_NL_NOCONNECT = NL_NOCONNECT;
+// Swift imports gps.h's constants (WATCH_*, *_SET, MODE_*) as they are; only calls need helpers here.
 
 /// gps_stream(3) with SIGPIPE blocked on the calling thread: if gpsd has already closed the connection,
 /// the write fails with EPIPE instead of killing the process. A SIGPIPE this call raised is consumed;
@@ -59,11 +45,12 @@ static inline int clibgps_stream(struct gps_data_t *data, unsigned int flags, co
     return status;
 }
 
-/// Why a TCP connection to host:port fails, after gps_open(3) reported NL_NOCONNECT (libgps replaces the
-/// connect(2) errno with its own code). Tries each address once, waiting at most `timeout_ms` for each.
-/// Returns 0 when a connection now succeeds, else the errno of the last attempt (ECONNREFUSED, ETIMEDOUT,
-/// ENETUNREACH, ...), or -1 when the host does not resolve.
-static inline int clibgps_connect_errno(const char *host, const char *port, int timeout_ms) {
+/// One TCP connection attempt to host:port that waits at most `timeout_ms` per address, then closes
+/// the socket. gps_open(3) connects with a blocking connect(2) (minutes for a host that does not answer)
+/// and reports every failure as NL_NOCONNECT; this says why, within a bound.
+/// Returns 0 when a connection succeeded, the errno of the last attempt otherwise (ECONNREFUSED,
+/// ETIMEDOUT, ENETUNREACH, ...), or -1 when the host does not resolve.
+static inline int clibgps_probe_connect(const char *host, const char *port, int timeout_ms) {
     struct addrinfo hints, *list = NULL, *ai;
     memset(&hints, 0, sizeof hints);
     hints.ai_family = AF_UNSPEC;

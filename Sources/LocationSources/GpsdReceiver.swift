@@ -20,10 +20,16 @@ import LocationPosix
 /// Each connection owns its own `gps_data_t`; the read source's cancel handler calls `gps_close` (which
 /// closes the socket and frees libgps's buffer), so every socket is closed exactly once.
 ///
-/// Blocking: `gps_open` resolves the host and connects synchronously on the receiver's queue (immediate
-/// for `localhost`; up to the system's connect timeout for an unreachable remote host).
+/// Blocking: connecting runs on the receiver's queue. One non-blocking connection attempt, bounded by
+/// `connectTimeoutMilliseconds` per address, comes first (it also names the cause of a failure, which
+/// `gps_open` reduces to "can't connect"); `gps_open` then resolves the host and connects again, at once
+/// for a gpsd that just answered. Host name resolution itself is bounded only by the resolver's timeouts.
+///
+/// The `sentences` of its status count gpsd's JSON reports (TPV, SKY, DEVICE, ...), over all connections.
 public final class GpsdReceiver: Receiver, @unchecked Sendable {
+    /// The config section name; every fix's `device`.
     public let name: String
+    /// Configured priority: higher wins while it has a valid fix.
     public let priority: Int
     /// gpsd's host name or address (config `server`, default `localhost`).
     public let host: String
@@ -55,8 +61,10 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
         self.core = ReceiverCore(configuration: configuration, type: "gpsd", path: path)
     }
 
+    /// The current snapshot: type `gpsd`, path `host:port`.
     public var status: ReceiverStatus { core.status }
 
+    /// Connects and starts reading; `handler` gets the events on the receiver's queue, in order.
     public func start(_ handler: @escaping @Sendable (ReceiverEvent) -> Void) {
         core.queue.async {
             self.core.setHandler(handler)
@@ -80,12 +88,17 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
     // MARK: - Connection (all on core.queue)
 
     private func connect() {
+        // gps_open connects with a blocking connect(2) and keeps only "can't connect" of its errno: one
+        // bounded attempt first says why gpsd cannot be reached, without blocking the queue for minutes.
+        let reachable = clibgps_probe_connect(host, String(port), Int32(Self.connectTimeoutMilliseconds))
+        guard reachable == 0 else {
+            unavailable(reachable < 0 ? "cannot resolve host \(host)" : Self.lowercasedFirst(Errno(rawValue: reachable).description))
+            return
+        }
         let connection = Connection()
-        let status = gps_open(host, String(port), connection.data)
-        guard status == 0 else {
+        guard connection.open(host: host, port: port) else {
             // libgps leaves a negative netlib code in errno; nothing is open.
-            let code = errno
-            unavailable(Self.describeOpenFailure(code, host: host, port: port))
+            unavailable(Self.describeOpenFailure(errno))
             return
         }
         let fd = connection.data.pointee.gps_fd
@@ -95,8 +108,8 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
             unavailable("cannot make the socket non-blocking: \(error)")
             return
         }
-        var flags = CLIBGPS_WATCH_ENABLE | CLIBGPS_WATCH_JSON
-        if device != nil { flags |= CLIBGPS_WATCH_DEVICE }
+        var flags = WATCH_ENABLE | WATCH_JSON
+        if device != nil { flags |= WATCH_DEVICE }
         let streamed: Int32
         if let device {
             streamed = device.withCString { clibgps_stream(connection.data, flags, $0) }
@@ -135,7 +148,10 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
         while true {
             connection.data.pointee.set = 0
             errno = 0
-            let n = gps_read(connection.data, nil, 0)
+            // The start of the line is enough to know its class: gpsd writes `{"class":"...` first.
+            let n = connection.message.withUnsafeMutableBufferPointer {
+                gps_read(connection.data, $0.baseAddress, Int32($0.count))
+            }
             if n < 0 {
                 let code = errno
                 if code == 0 || code == ECONNRESET {
@@ -158,7 +174,8 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
         }
     }
 
-    /// One JSON report has been unpacked into `connection.data`; `set` holds only what it carried.
+    /// One JSON report has been unpacked into `connection.data`; `set` holds only what it carried (cleared
+    /// before `gps_read`), `connection.message` the start of its line.
     private func handleReport(_ connection: Connection) {
         reports += 1
         let total = reports
@@ -171,28 +188,19 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
         let data = connection.data
         let set = data.pointee.set
         let reportDevice = Self.string(fromCharacters: data.pointee.dev.path)
-        let ours = device == nil || reportDevice == device
-        if set & (CLIBGPS_SATELLITE_SET | CLIBGPS_DOP_SET) != 0 {
-            // A SKY report.
-            guard ours else { return }
-            if set & CLIBGPS_SATELLITE_SET != 0 {
-                connection.satellitesUsed = Int(data.pointee.satellites_used)
-                connection.satellitesVisible = Int(data.pointee.satellites_visible)
-            }
-            if set & CLIBGPS_DOP_SET != 0 {
-                let dop = data.pointee.dop
-                connection.dop = DilutionOfPrecision(horizontal: Self.finite(dop.hdop), vertical: Self.finite(dop.vdop),
-                                                     position: Self.finite(dop.pdop), time: Self.finite(dop.tdop),
-                                                     geometric: Self.finite(dop.gdop))
-            }
+        guard device == nil || reportDevice == device else { return }
+        if connection.messageIs(class: "SKY") {
+            connection.noteSky(from: data, device: reportDevice)
             return
         }
-        // libgps sets STATUS_SET only for a TPV report, MODE_SET when it carried a mode.
-        guard set & CLIBGPS_STATUS_SET != 0, set & CLIBGPS_MODE_SET != 0, ours else { return }
+        // libgps sets STATUS_SET only when it unpacks a TPV report, MODE_SET when that carried a mode.
+        guard set & STATUS_SET != 0, set & MODE_SET != 0 else { return }
         var fix = Self.fix(from: data.pointee.fix, set: set)
-        fix.satellitesUsed = connection.satellitesUsed
-        fix.satellitesVisible = connection.satellitesVisible
-        fix.dop = connection.dop
+        if let sky = connection.sky[reportDevice] {
+            fix.satellitesUsed = sky.satellitesUsed
+            fix.satellitesVisible = sky.satellitesVisible
+            fix.dop = sky.dop
+        }
         core.deliver(fix)
     }
 
@@ -223,7 +231,7 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
     /// Fields (gpsd_json(5) TPV; libgps fills absent ones with NaN, which become nil): `mode`; `time`
     /// (UTC, rounded to the millisecond); `lat`, `lon` (degrees); `altHAE`, `altMSL`, `geoidSep` (metres);
     /// `speed`, `climb` (m/s); `track`, `magvar` (degrees); `eph`, `epx`, `epy`, `epv` (metres); `status`
-    /// as the quality.
+    /// as the quality (absent with a 2D/3D mode: a plain GPS fix).
     static func fix(from tpv: gps_fix_t, set: gps_mask_t) -> Fix {
         var fix = Fix()
         switch tpv.mode {
@@ -231,10 +239,11 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
         case 3: fix.mode = .threeDimensional
         default: fix.mode = .noFix
         }
-        if set & CLIBGPS_TIME_SET != 0 {
+        if set & TIME_SET != 0 {
             fix.time = utcTime(seconds: Int(tpv.time.tv_sec), nanoseconds: Int(tpv.time.tv_nsec))
         }
-        fix.quality = quality(gpsdStatus: Int(tpv.status))
+        // gpsd_json(5): TPV.status is "not present" for a plain GPS fix.
+        fix.quality = quality(gpsdStatus: Int(tpv.status)) ?? (fix.mode.hasPosition ? .gps : nil)
         fix.latitude = finite(tpv.latitude)
         fix.longitude = finite(tpv.longitude)
         fix.altitudeHAE = finite(tpv.altHAE)
@@ -281,15 +290,11 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
         }
     }
 
-    /// Why `gps_open` failed, from the negative netlib code it leaves in errno.
-    static func describeOpenFailure(_ code: Int32, host: String, port: Int) -> String {
-        if code == CLIBGPS_NL_NOCONNECT {
-            // libgps drops connect(2)'s errno; one quick attempt of our own names the cause.
-            let cause = clibgps_connect_errno(host, String(port), 1000)
-            if cause > 0 { return lowercasedFirst(Errno(rawValue: cause).description) }
-            return "cannot connect"
-        }
-        if code == CLIBGPS_NL_NOHOST { return "unknown host \(host)" }
+    /// How long one connection attempt may take before gpsd counts as unreachable, milliseconds.
+    static let connectTimeoutMilliseconds = 3000
+
+    /// Why `gps_open` failed, from the negative netlib code it leaves in errno (gps_errstr(3) text).
+    static func describeOpenFailure(_ code: Int32) -> String {
         if code < 0, let text = gps_errstr(code) { return String(cString: text) }
         if code > 0 { return lowercasedFirst(Errno(rawValue: code).description) }
         return "cannot connect"
@@ -297,7 +302,7 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
 
     static func finite(_ value: Double) -> Double? { value.isFinite ? value : nil }
 
-    private static func lowercasedFirst(_ text: String) -> String {
+    static func lowercasedFirst(_ text: String) -> String {
         guard let first = text.first else { return text }
         return first.lowercased() + text.dropFirst()
     }
@@ -314,14 +319,24 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
 /// One connection to gpsd: libgps's state (`gps_data_t`, about 24 KB, at a stable address as libgps
 /// requires) and the read source on its socket. Used only on the receiver's queue.
 private final class Connection: @unchecked Sendable {
+    /// What the latest SKY report of a device said (gpsd_json(5) SKY; gpsd sends one per epoch, next to the
+    /// TPV).
+    struct Sky {
+        /// Satellites with `used: true`, and all listed; nil when the SKY listed none.
+        var satellitesUsed: Int?
+        var satellitesVisible: Int?
+        /// SKY.hdop, vdop, pdop, tdop, gdop.
+        var dop = DilutionOfPrecision()
+    }
+
     let data: UnsafeMutablePointer<gps_data_t>
     var source: DispatchSourceRead?
     var hadReport = false
-    /// From the latest SKY report of this connection (gpsd sends an epoch's SKY next to its TPV).
-    var satellitesUsed: Int?
-    var satellitesVisible: Int?
-    var dop = DilutionOfPrecision()
-    private var open = true
+    /// The start of the last report's line, NUL-terminated (`gps_read`'s message copy).
+    var message = [CChar](repeating: 0, count: 32)
+    /// By device path (TPV.device / SKY.device).
+    var sky: [String: Sky] = [:]
+    private var isOpen = false
 
     init() {
         let size = MemoryLayout<gps_data_t>.size
@@ -330,11 +345,46 @@ private final class Connection: @unchecked Sendable {
         data = raw.bindMemory(to: gps_data_t.self, capacity: 1)
     }
 
-    /// `gps_close` (libgps(3)): closes the socket, frees libgps's buffer. Only for a connection whose
-    /// `gps_open` succeeded; does nothing the second time.
+    /// True when the last report's line starts `{"class":"NAME"`.
+    func messageIs(class name: String) -> Bool {
+        let expected = Array("{\"class\":\"\(name)\"".utf8)
+        guard expected.count < message.count else { return false }
+        for (index, byte) in expected.enumerated() where UInt8(bitPattern: message[index]) != byte { return false }
+        return true
+    }
+
+    /// Keeps what a SKY report said: DOPs (NaN = absent), and the satellite counts libgps derives from
+    /// its list (SATELLITE_SET).
+    func noteSky(from report: UnsafeMutablePointer<gps_data_t>, device: String) {
+        var sky = self.sky[device] ?? Sky()
+        let dop = report.pointee.dop
+        sky.dop = DilutionOfPrecision(horizontal: GpsdReceiver.finite(dop.hdop), vertical: GpsdReceiver.finite(dop.vdop),
+                                      position: GpsdReceiver.finite(dop.pdop), time: GpsdReceiver.finite(dop.tdop),
+                                      geometric: GpsdReceiver.finite(dop.gdop))
+        if report.pointee.set & SATELLITE_SET != 0 {
+            sky.satellitesUsed = Int(report.pointee.satellites_used)
+            sky.satellitesVisible = Int(report.pointee.satellites_visible)
+        } else {
+            sky.satellitesUsed = nil
+            sky.satellitesVisible = nil
+        }
+        if self.sky[device] == nil && self.sky.count >= 16 { self.sky.removeAll() }
+        self.sky[device] = sky
+    }
+
+    /// `gps_open` (libgps(3)): connects to gpsd at host:port and sets up libgps's line buffer. False on
+    /// failure, with a negative netlib code (gps_errstr(3)) in errno; nothing is left open then.
+    func open(host: String, port: Int) -> Bool {
+        precondition(!isOpen, "a Connection is opened once")
+        isOpen = gps_open(host, String(port), data) == 0
+        return isOpen
+    }
+
+    /// `gps_close` (libgps(3)): closes the socket, frees libgps's buffer. Does nothing unless `open`
+    /// succeeded, and nothing the second time.
     func close() {
-        guard open else { return }
-        open = false
+        guard isOpen else { return }
+        isOpen = false
         _ = gps_close(data)
     }
 
