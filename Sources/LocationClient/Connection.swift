@@ -10,10 +10,15 @@ import Synchronization
 /// One connection to the daemon: the socket, a reader thread that splits what arrives into lines and
 /// routes each to whoever waits for it, and the waiters.
 ///
-/// Routing follows the protocol: replies carry no request id, but each request class has its own reply
-/// class (`POLL` → `POLL`, `STATUS` → `STATUS`) and every `ERROR` names its request's class, and the
-/// server answers a connection's requests in order; so a reply goes to the oldest waiter of its class.
-/// `TPV` and `STATE` go to the subscription (`updates`), at most one per connection as on the server.
+/// Routing follows the protocol: replies carry no request id, but each request class has its reply
+/// class (`POLL` → `POLL`, `STATUS` → `STATUS`; `AUTHORIZE`, `AUTHORIZATION` and `FULLACCURACY` →
+/// `AUTHORIZATION`; `GRANTS`, `GRANT` and `REVOKE` → `GRANTS`; `AGENT` → `AGENT`; `AUDIT` → `AUDIT`;
+/// `ANSWER` → the `ANSWERED` with its id) and every `ERROR` names its request's class, and the server
+/// answers a connection's requests in order; so a reply goes to the oldest waiter of its class, an
+/// `ERROR` to the oldest waiter of its request's class.
+/// `TPV` and `STATE` go to the subscription (`updates`), at most one per connection as on the server,
+/// and so does an `AUTHORIZATION` no request waits for (the daemon telling of a status change).
+/// `ASK` and `ANSWERED` go to the agent stream (`registerAgent`), at most one per connection.
 ///
 /// Lifetime: the reader thread holds the connection until the socket reaches end of file; `close()`
 /// shuts the socket down to get there. The descriptor is closed when the last reference goes, so no
@@ -27,8 +32,18 @@ final class Connection: Sendable {
 
     private struct Waiter: Sendable {
         let id: Int
+        /// The class of the request, which an `ERROR` names.
+        let requestClass: String
+        /// The class of the reply.
         let replyClass: String
+        /// For `ANSWERED`: the id the reply must carry.
+        let replyID: Int?
         let continuation: CheckedContinuation<[UInt8], any Error>
+    }
+
+    private struct AgentSubscriber: Sendable {
+        let id: Int
+        let continuation: AsyncThrowingStream<AgentEvent, any Error>.Continuation
     }
 
     private struct Watcher: Sendable {
@@ -51,12 +66,18 @@ final class Connection: Sendable {
         /// Waiting requests, oldest first.
         var waiters: [Waiter] = []
         var watcher: Watcher? = nil
+        /// The agent stream, when this connection registered as an agent.
+        var agent: AgentSubscriber? = nil
         /// Whether the first line (the greeting) has arrived; the greeting itself while nobody waits for it.
         var greeted = false
         var greeting: Result<[UInt8], LocationClientError>? = nil
         /// An `ERROR` no request claimed (request `"?"`): reported instead of `.disconnected` if the
         /// server then closes the connection (too many clients, flooding).
         var unroutedError: LocationClientError? = nil
+        /// `ERROR`s about `FULLACCURACY` still to come after the `AUTHORIZATION` that answered the
+        /// request, to drop: when an agent refuses temporary full accuracy, the daemon sends the
+        /// client's (unchanged, reduced) authorization and then an `ERROR` saying so.
+        var staleFullAccuracyErrors = 0
     }
 
     private let state = Mutex(State())
@@ -91,12 +112,17 @@ final class Connection: Sendable {
     /// `replyClass`.
     /// - Parameters:
     ///   - request: the request line with its newline.
-    ///   - replyClass: the class of the expected reply (`"VERSION"`, `"POLL"`, `"STATUS"`).
+    ///   - requestClass: the request's class, which an `ERROR` about it names; nil when it is
+    ///     `replyClass`.
+    ///   - replyClass: the class of the expected reply (`"VERSION"`, `"POLL"`, `"STATUS"`,
+    ///     `"AUTHORIZATION"`, `"GRANTS"`, ...).
+    ///   - replyID: for replies that carry an id (`ANSWERED`), the one to wait for.
     ///   - timeout: seconds to wait for the reply.
     /// - Returns: the reply line, without its newline.
     /// - Throws: `LocationClientError` (`.server` for an `ERROR` naming the request, `.timedOut`,
     ///   `.disconnected`), `CancellationError` when the task is cancelled.
-    func roundTrip(_ request: [UInt8]?, replyClass: String, timeout: Double) async throws -> [UInt8] {
+    func roundTrip(_ request: [UInt8]?, requestClass: String? = nil, replyClass: String, replyID: Int? = nil,
+                   timeout: Double) async throws -> [UInt8] {
         let id = state.withLock { s in
             let id = s.nextID
             s.nextID += 1
@@ -108,7 +134,8 @@ final class Connection: Sendable {
         defer { timer.cancel() }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                register(Waiter(id: id, replyClass: replyClass, continuation: continuation), request: request)
+                register(Waiter(id: id, requestClass: requestClass ?? replyClass, replyClass: replyClass,
+                                replyID: replyID, continuation: continuation), request: request)
             }
         } onCancel: {
             fail(id, with: CancellationError())
@@ -150,14 +177,35 @@ final class Connection: Sendable {
         continuation?.resume(throwing: error)
     }
 
-    /// Hands `result` to the oldest waiter for `replyClass`; returns false when there is none.
+    /// Hands `result` to the oldest waiter for the reply class `replyClass` (and, when the reply carries
+    /// one, `replyID`); returns false when there is none.
     @discardableResult
-    private func resolve(_ replyClass: String, with result: Result<[UInt8], LocationClientError>) -> Bool {
+    private func resolve(_ replyClass: String, id replyID: Int? = nil,
+                         with result: Result<[UInt8], LocationClientError>) -> Bool {
+        let waiter = takeWaiter(replyClass: replyClass, id: replyID)
+        waiter?.continuation.resume(with: result.mapError { $0 })
+        return waiter != nil
+    }
+
+    /// Removes and returns the oldest waiter for the reply class `replyClass` (and `replyID`).
+    private func takeWaiter(replyClass: String, id replyID: Int?) -> Waiter? {
+        state.withLock { s -> Waiter? in
+            guard let index = s.waiters.firstIndex(where: {
+                $0.replyClass == replyClass && ($0.replyID == nil || $0.replyID == replyID)
+            }) else { return nil }
+            return s.waiters.remove(at: index)
+        }
+    }
+
+    /// Fails the oldest waiter whose request is of class `requestClass` with `error` (an `ERROR` naming
+    /// that class); returns false when there is none.
+    @discardableResult
+    private func reject(_ requestClass: String, with error: LocationClientError) -> Bool {
         let continuation = state.withLock { s -> CheckedContinuation<[UInt8], any Error>? in
-            guard let index = s.waiters.firstIndex(where: { $0.replyClass == replyClass }) else { return nil }
+            guard let index = s.waiters.firstIndex(where: { $0.requestClass == requestClass }) else { return nil }
             return s.waiters.remove(at: index).continuation
         }
-        continuation?.resume(with: result.mapError { $0 })
+        continuation?.resume(throwing: error)
         return continuation != nil
     }
 
@@ -208,6 +256,34 @@ final class Connection: Sendable {
         }
     }
 
+    // MARK: Agent stream
+
+    /// Makes `continuation` the connection's agent stream, finishing the one it replaces; false (and
+    /// `continuation` finished with the error) when the connection has ended.
+    @discardableResult
+    func startAgentStream(id: Int, continuation: AsyncThrowingStream<AgentEvent, any Error>.Continuation) -> Bool {
+        var replaced: AgentSubscriber? = nil
+        let failure = state.withLock { s -> LocationClientError? in
+            if let ended = s.ended { return ended }
+            replaced = s.agent
+            s.agent = AgentSubscriber(id: id, continuation: continuation)
+            return nil
+        }
+        replaced?.continuation.finish()
+        if let failure { continuation.finish(throwing: failure) }
+        return failure == nil
+    }
+
+    /// Ends agent stream `id` if it is still the current one, with `error` (nil: normally).
+    func stopAgentStream(id: Int, error: (any Error)? = nil) {
+        let current = state.withLock { s -> AgentSubscriber? in
+            guard s.agent?.id == id else { return nil }
+            defer { s.agent = nil }
+            return s.agent
+        }
+        current?.continuation.finish(throwing: error)
+    }
+
     // MARK: Reading
 
     private func readLoop() {
@@ -254,20 +330,64 @@ final class Connection: Sendable {
         switch replyClass {
         case "TPV", "STATE":
             deliverToWatcher(line, replyClass: replyClass, decoder: decoder)
-        case "POLL", "STATUS":
+        case "POLL", "STATUS", "AGENT", "GRANTS", "AUDIT":
             resolve(replyClass, with: .success(line))
+        case "AUTHORIZATION":
+            // A reply when a request waits for one; otherwise the daemon telling of a change.
+            guard let waiter = takeWaiter(replyClass: replyClass, id: nil) else {
+                deliverAuthorization(line, decoder: decoder)
+                return
+            }
+            if waiter.requestClass == "FULLACCURACY",
+               let reply = decodeLine(AuthorizationReply.self, line, with: decoder),
+               reply.status.flatMap(AuthorizationStatus.init(rawValue:))?.isAuthorized == true, reply.accuracy != "full" {
+                // Refused by the agent: the daemon follows this reply with an ERROR about the same
+                // request, which must not fail a later FULLACCURACY.
+                state.withLock { $0.staleFullAccuracyErrors += 1 }
+            }
+            waiter.continuation.resume(returning: line)
+        case "ASK":
+            guard let ask = decodeLine(AskReply.self, line, with: decoder)?.question(json: String(decoding: line, as: UTF8.self))
+            else { return }
+            deliverToAgent(.ask(ask))
+        case "ANSWERED":
+            guard let reply = decodeLine(AnsweredReply.self, line, with: decoder), let id = reply.id else { return }
+            resolve(replyClass, id: id, with: .success(line))
+            deliverToAgent(.answered(reply.notice(id: id)))
         case "ERROR":
             let error = serverError(line, decoder: decoder)
             guard case let .server(request, _) = error else { return }
             switch request {
             case "POLL", "STATUS":
-                if !resolve(request, with: .failure(error)) { state.withLock { $0.unroutedError = error } }
+                if !reject(request, with: error) { state.withLock { $0.unroutedError = error } }
             case "WATCH":
                 let watcher = state.withLock { s -> Watcher? in
                     defer { s.watcher = nil }
                     return s.watcher
                 }
                 if let watcher { watcher.continuation.finish(throwing: error) }
+            case "FULLACCURACY" where state.withLock({ s in
+                guard s.staleFullAccuracyErrors > 0 else { return false }
+                s.staleFullAccuracyErrors -= 1
+                return true
+            }):
+                break
+            case "ANSWER":
+                // "no question 7 is waiting ...": the question may have ended before the daemon read the
+                // answer (timed out, withdrawn, another agent first), and that ANSWERED already
+                // completed the call; then this ERROR is stale.
+                guard case let .server(_, message) = error, let id = Self.questionID(in: message) else {
+                    reject(request, with: error)
+                    return
+                }
+                let waiter = state.withLock { s -> Waiter? in
+                    guard let index = s.waiters.firstIndex(where: { $0.requestClass == request && $0.replyID == id }) else { return nil }
+                    return s.waiters.remove(at: index)
+                }
+                waiter?.continuation.resume(throwing: error)
+            case "AUTHORIZE", "AUTHORIZATION", "FULLACCURACY", "AGENT", "GRANTS", "GRANT", "REVOKE", "AUDIT":
+                // When no such request waits, there is nobody to tell.
+                reject(request, with: error)
             default:
                 state.withLock { $0.unroutedError = error }
             }
@@ -275,6 +395,19 @@ final class Connection: Sendable {
             // WATCH acknowledgements, and classes a newer daemon may add.
             break
         }
+    }
+
+    /// An `AUTHORIZATION` no request waited for: a `.authorization` event for the subscription.
+    private func deliverAuthorization(_ line: [UInt8], decoder: JSONDecoder) {
+        guard let authorization = decodeLine(AuthorizationReply.self, line, with: decoder)?
+            .authorization(json: String(decoding: line, as: UTF8.self)) else { return }
+        let continuation = state.withLock { $0.watcher?.continuation }
+        continuation?.yield(.authorization(authorization))
+    }
+
+    private func deliverToAgent(_ event: AgentEvent) {
+        let continuation = state.withLock { $0.agent?.continuation }
+        continuation?.yield(event)
     }
 
     private func serverError(_ line: [UInt8], decoder: JSONDecoder) -> LocationClientError {
@@ -319,7 +452,7 @@ final class Connection: Sendable {
 
     /// The connection is over: fail every waiter, finish the subscription, shut the socket down.
     private func end(_ error: LocationClientError) {
-        let taken = state.withLock { s -> (LocationClientError, Bool, [Waiter], Watcher?)? in
+        let taken = state.withLock { s -> (LocationClientError, Bool, [Waiter], Watcher?, AgentSubscriber?)? in
             guard s.ended == nil else { return nil }
             let final = s.closedByClient ? .disconnected : (s.unroutedError ?? error)
             s.ended = final
@@ -330,17 +463,27 @@ final class Connection: Sendable {
             defer {
                 s.waiters = []
                 s.watcher = nil
+                s.agent = nil
             }
-            return (final, s.closedByClient, s.waiters, s.watcher)
+            return (final, s.closedByClient, s.waiters, s.watcher, s.agent)
         }
         UnixSocketOps.shutdown(fd)
-        guard let (final, closedByClient, waiters, watcher) = taken else { return }
+        guard let (final, closedByClient, waiters, watcher, agent) = taken else { return }
         for waiter in waiters { waiter.continuation.resume(throwing: final) }
         if closedByClient {
             watcher?.continuation.finish()
+            agent?.continuation.finish()
         } else {
             watcher?.continuation.finish(throwing: final)
+            agent?.continuation.finish(throwing: final)
         }
+    }
+
+    /// The id in an `ANSWER` error's message, `"no question 7 is waiting ..."`; nil when it names none.
+    static func questionID(in message: String) -> Int? {
+        guard let range = message.firstRange(of: "question ") else { return nil }
+        let digits = message[range.upperBound...].prefix { $0.isASCII && $0.isNumber }
+        return Int(digits)
     }
 
     private static func excerpt(_ line: [UInt8]) -> String {

@@ -95,4 +95,10 @@ public enum LocationUpdate: Hashable, Sendable {
     /// subscription); `fix: true` only after a `fix: false` (from the daemon's `STATE`, or just before
     /// the next `.location`).
     case state(fix: Bool, reason: String?)
+    /// The daemon changed this client's authorization: an `AUTHORIZATION` object that no request was
+    /// waiting for (a grant revoked or expired, rules reloaded; Core Location's
+    /// `locationManagerDidChangeAuthorization`). When the client is no longer authorized, the daemon
+    /// also ends the subscription: the sequence then throws `LocationClientError.server(request:
+    /// "WATCH", ...)` (`meansNotAuthorized` is true).
+    case authorization(Authorization)
 }

@@ -112,7 +112,10 @@ public final class LocationClient: Sendable {
     ///
     /// The daemon sends the latest known fix at once when it has one, then new ones as they come,
     /// filtered by `minInterval` and `distanceFilter`. Fix-state changes arrive as `.state`: from the
-    /// daemon's `STATE` objects, or a `TPV` without a fix (mode 1); only changes are reported. A
+    /// daemon's `STATE` objects, or a `TPV` without a fix (mode 1); only changes are reported.
+    /// Authorization changes the daemon announces unasked (a grant revoked or expired) arrive as
+    /// `.authorization`; ask for authorization first (`requestAuthorization`), since the daemon refuses
+    /// a subscription without it (the sequence then yields the status and throws). A
     /// connection has one subscription: calling `updates` again replaces it, finishing the earlier
     /// sequence. Ending the iteration (break, task cancellation, dropping the sequence) unsubscribes.
     /// If the consumer falls behind, the oldest buffered updates beyond 100 are dropped.

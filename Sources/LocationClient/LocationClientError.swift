@@ -33,6 +33,16 @@ public enum LocationClientError: Error, Hashable, Sendable, CustomStringConverti
         }
     }
 
+    /// True when the daemon refused because of its permission policy: a `WATCH` or `POLL` without
+    /// authorization (`"not authorized ..."`; docs/PROTOCOL.md "Authorization"), or an agent's or
+    /// administrator's request from a user who is neither root nor in the daemon's `admin-group`
+    /// (`"permission denied: ..."`). `locationctl` exits 77 (EX_NOPERM) for these.
+    public var meansNotAuthorized: Bool {
+        guard case let .server(_, message) = self else { return false }
+        return message.hasPrefix("not authorized") || message.hasPrefix("permission denied")
+    }
+
+    /// The error in words, for people: names the socket path or the refused request.
     public var description: String {
         switch self {
         case let .cannotConnect(path, errno):

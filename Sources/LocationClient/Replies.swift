@@ -188,3 +188,186 @@ func firstObjectElement(ofArrayMember member: String, in line: [UInt8]) -> Array
     }
     return nil
 }
+
+/// Every element of the array member `member` of the JSON object in `line`, as text, when all of them
+/// are objects (the `events` of an `AUDIT` reply exactly as the daemon stored them); nil when there is
+/// no such member or an element is not an object.
+func objectElements(ofArrayMember member: String, in line: [UInt8]) -> [ArraySlice<UInt8>]? {
+    let quote = UInt8(ascii: "\""), backslash = UInt8(ascii: "\\")
+    let target = Array(member.utf8)
+    var depth = 0
+    var index = 0
+    var lastString: ArraySlice<UInt8> = []
+    var lastKey: ArraySlice<UInt8> = []
+    var insideTarget = false
+    var elementStart: Int? = nil
+    var elements: [ArraySlice<UInt8>] = []
+    while index < line.count {
+        let byte = line[index]
+        switch byte {
+        case quote:
+            let start = index + 1
+            index += 1
+            while index < line.count, line[index] != quote {
+                index += line[index] == backslash ? 2 : 1
+            }
+            guard index < line.count else { return nil }
+            if insideTarget && depth == 2 { return nil }  // a string element
+            lastString = line[start..<index]
+        case UInt8(ascii: ":"):
+            if depth == 1 { lastKey = lastString }
+        case UInt8(ascii: "{"), UInt8(ascii: "["):
+            if insideTarget && depth == 2 {
+                guard byte == UInt8(ascii: "{") else { return nil }
+                elementStart = index
+            }
+            depth += 1
+            if byte == UInt8(ascii: "["), depth == 2, lastKey.elementsEqual(target) { insideTarget = true }
+        case UInt8(ascii: "}"), UInt8(ascii: "]"):
+            depth -= 1
+            if insideTarget {
+                if depth == 2, let start = elementStart {
+                    elements.append(line[start...index])
+                    elementStart = nil
+                }
+                if depth == 1 { return elements }
+            }
+        case UInt8(ascii: ","), 32, 9, 10, 13:
+            break
+        default:
+            if insideTarget && depth == 2 { return nil }  // a number, true, false or null element
+        }
+        index += 1
+    }
+    return nil
+}
+
+/// `AUTHORIZATION`.
+struct AuthorizationReply: Decodable {
+    var status: String?
+    var accuracy: String?
+    var reason: String?
+
+    /// The public value; nil when the status is missing or unknown.
+    func authorization(json: String?) -> Authorization? {
+        guard let status = status.flatMap(AuthorizationStatus.init(rawValue:)) else { return nil }
+        return Authorization(status: status, accuracy: accuracy.flatMap(AccuracyAuthorization.init(rawValue:)),
+                             reason: reason, json: json)
+    }
+}
+
+/// A client as `ASK` and audit events describe it.
+struct ClientReply: Decodable {
+    var pid: Int?
+    var uid: Int?
+    var user: String?
+    var exe: String?
+    var unit: String?
+    var name: String?
+
+    var description: ClientDescription {
+        ClientDescription(pid: pid, uid: uid, user: user, executable: exe, unit: unit, name: name)
+    }
+}
+
+/// `ASK`.
+struct AskReply: Decodable {
+    var id: Int?
+    var client: ClientReply?
+    var request: String?
+    var accuracy: String?
+    var purposeKey: String?
+    var purpose: String?
+    var timeout: Double?
+
+    /// The public value; nil without an id.
+    func question(json: String?) -> AgentQuestion? {
+        guard let id else { return nil }
+        return AgentQuestion(id: id, client: client?.description ?? ClientDescription(), request: request ?? "?",
+                             accuracy: accuracy.flatMap(AccuracyAuthorization.init(rawValue:)),
+                             purposeKey: purposeKey, purpose: purpose, timeout: timeout, json: json)
+    }
+}
+
+/// `ANSWERED`.
+struct AnsweredReply: Decodable {
+    var id: Int?
+    var answer: String?
+    var by: String?
+
+    func notice(id: Int) -> AnsweredNotice {
+        AnsweredNotice(id: id, answer: answer ?? "?", by: by)
+    }
+}
+
+/// `GRANTS`.
+struct GrantsReply: Decodable {
+    struct Entry: Decodable {
+        var executable: String?
+        var unit: String?
+        var user: String?
+        var allowed: Bool?
+        var accuracy: String?
+        var created: String?
+        var expires: String?
+        var decidedBy: String?
+        var pid: Int?
+        var uid: Int?
+        var exe: String?
+        var granted: String?
+
+        var subject: GrantSubject? {
+            if let executable { return .executable(executable) }
+            if let unit { return .unit(unit) }
+            if let user { return .user(user) }
+            return nil
+        }
+
+        var accuracyValue: AccuracyAuthorization? { accuracy.flatMap(AccuracyAuthorization.init(rawValue:)) }
+    }
+
+    var persistent: [Entry]?
+    var preapproved: [Entry]?
+    var once: [Entry]?
+
+    /// The public value; stored entries without a subject are left out.
+    func list(json: String?) -> GrantList {
+        GrantList(
+            persistent: (persistent ?? []).compactMap { e in
+                e.subject.map {
+                    GrantList.Persistent(subject: $0, allowed: e.allowed ?? false, accuracy: e.accuracyValue,
+                                         created: e.created.flatMap(parseISO8601), expires: e.expires.flatMap(parseISO8601),
+                                         decidedBy: e.decidedBy)
+                }
+            },
+            preapproved: (preapproved ?? []).compactMap { e in
+                e.subject.map {
+                    GrantList.Preapproval(subject: $0, accuracy: e.accuracyValue, created: e.created.flatMap(parseISO8601),
+                                          expires: e.expires.flatMap(parseISO8601))
+                }
+            },
+            once: (once ?? []).map { e in
+                GrantList.OneTime(pid: e.pid, uid: e.uid, executable: e.exe, unit: e.unit, accuracy: e.accuracyValue,
+                                  granted: e.granted.flatMap(parseISO8601), expires: e.expires.flatMap(parseISO8601))
+            },
+            json: json)
+    }
+}
+
+/// One element of an `AUDIT` reply's `events`.
+struct AuditEventReply: Decodable {
+    var unix: Double?
+    var time: String?
+    var event: String?
+    var client: ClientReply?
+    var request: String?
+    var status: String?
+    var accuracy: String?
+    var reason: String?
+
+    func event(json: String?) -> AuditEvent {
+        AuditEvent(time: time.flatMap(parseISO8601), unixTime: unix, event: event ?? "?", client: client?.description,
+                   request: request, status: status, accuracy: accuracy.flatMap(AccuracyAuthorization.init(rawValue:)),
+                   reason: reason, json: json)
+    }
+}

@@ -4,8 +4,9 @@ import Glibc
 import LocationClient
 import LocationCore
 
-// What the client subcommands (watch, get, status) share: option parsing, exit codes for client errors,
-// and the human-readable forms of locations and times.
+// What the client subcommands (watch, get, status, agent, grants, grant, revoke, audit) share: option
+// parsing, exit codes for client errors, asking for authorization, and the human-readable forms of
+// locations, times and tables.
 
 /// A command-line mistake: printed with the command's help, exit 64 (EX_USAGE).
 struct UsageError: Error {
@@ -58,6 +59,26 @@ struct OptionReader {
         return number
     }
 
+    /// The value after `option`, which must be one of `choices`.
+    mutating func choice(for option: String, from choices: [String]) throws(UsageError) -> String {
+        let text = try value(for: option)
+        guard choices.contains(text) else {
+            let list = choices.count == 2 ? "\(choices[0]) or \(choices[1])"
+                : choices.dropLast().joined(separator: ", ") + " or " + (choices.last ?? "")
+            throw UsageError(message: "\(option) must be \(list), not '\(text)'")
+        }
+        return text
+    }
+
+    /// The value after `option` as a duration (`parseDuration`), seconds > 0.
+    mutating func duration(for option: String) throws(UsageError) -> Double {
+        let text = try value(for: option)
+        guard let seconds = parseDuration(text), seconds > 0 else {
+            throw UsageError(message: "\(option) must be a duration like 30s, 15min, 1h or 7d, not '\(text)'")
+        }
+        return seconds
+    }
+
     /// The value after `option` as a whole number ≥ 1.
     mutating func count(for option: String) throws(UsageError) -> Int {
         let text = try value(for: option)
@@ -78,9 +99,10 @@ func usageFailure(_ command: String, _ error: UsageError, help: String) -> ExitC
     return .usage
 }
 
-/// Prints a client error to standard error and returns its exit code: 69 (EX_UNAVAILABLE) when the
-/// daemon cannot be reached or refused, 75 (EX_TEMPFAIL) on a timeout, 76 (EX_PROTOCOL) for a daemon
-/// that speaks another protocol, 70 (EX_SOFTWARE) otherwise.
+/// Prints a client error to standard error and returns its exit code: 77 (EX_NOPERM) when the daemon's
+/// policy refused (not authorized, or not root / admin group), 69 (EX_UNAVAILABLE) when the daemon
+/// cannot be reached or refused otherwise, 75 (EX_TEMPFAIL) on a timeout, 76 (EX_PROTOCOL) for a
+/// daemon that speaks another protocol, 70 (EX_SOFTWARE) otherwise.
 func clientFailure(_ command: String, _ error: any Error) -> ExitCode {
     guard let error = error as? LocationClientError else {
         writeStandardError("locationctl \(command): \(error)\n")
@@ -91,6 +113,7 @@ func clientFailure(_ command: String, _ error: any Error) -> ExitCode {
         text += "Is locationd running? Name its socket with --socket PATH or \(LocationClient.socketPathEnvironmentVariable).\n"
     }
     writeStandardError(text)
+    if error.meansNotAuthorized { return .noPermission }
     switch error {
     case .cannotConnect, .disconnected, .server: return .unavailable
     case .timedOut: return .temporaryFailure
@@ -151,4 +174,210 @@ func humanLine(_ location: Location) -> String {
     if let heading = location.heading { fields.append("heading \(fixed(heading, 2))°") }
     if location.accuracyAuthorization == .reducedAccuracy { fields.append("(reduced accuracy)") }
     return fields.joined(separator: "  ")
+}
+
+// MARK: - Authorization (watch, get)
+
+/// `--authorization once|persistent`, `--accuracy full|reduced` and `--purpose KEY`, shared by `watch`
+/// and `get`.
+struct AuthorizationOptions {
+    var kind: AuthorizationKind = .once
+    var accuracy: AccuracyAuthorization = .fullAccuracy
+    var purposeKey: String? = nil
+
+    /// Reads `option` when it is one of these; false when it is not.
+    mutating func read(_ option: String, from options: inout OptionReader) throws(UsageError) -> Bool {
+        switch option {
+        case "--authorization":
+            kind = try options.choice(for: option, from: ["once", "persistent"]) == "once" ? .once : .persistent
+        case "--accuracy":
+            accuracy = try options.choice(for: option, from: ["full", "reduced"]) == "full" ? .fullAccuracy : .reducedAccuracy
+        case "--purpose":
+            let key = try options.value(for: option)
+            guard !key.isEmpty else { throw UsageError(message: "--purpose needs a key") }
+            purposeKey = key
+        default:
+            return false
+        }
+        return true
+    }
+}
+
+/// `authorizedOnce, full accuracy` / `denied`: a status for people.
+func describe(_ authorization: Authorization) -> String {
+    var text = authorization.status.rawValue
+    if let accuracy = authorization.accuracy { text += ", \(accuracy.rawValue) accuracy" }
+    return text
+}
+
+/// Asks for authorization (`AUTHORIZE`, then `FULLACCURACY` with `--purpose`) before `watch` or `get`.
+/// - Returns: nil when authorized; 77 (EX_NOPERM) after printing the status and the reason when refused.
+/// - Throws: the client's errors (for `clientFailure`).
+func authorize(_ client: LocationClient, _ options: AuthorizationOptions, command: String) async throws -> ExitCode? {
+    let authorization = try await client.requestAuthorization(options.kind, accuracy: options.accuracy,
+                                                              name: "locationctl \(command)")
+    guard authorization.isAuthorized else {
+        writeStandardError("locationctl \(command): not authorized: \(authorization.status.rawValue)"
+                           + (authorization.reason.map { " (\($0))" } ?? "") + "\n")
+        return .noPermission
+    }
+    guard let key = options.purposeKey, authorization.accuracy != .fullAccuracy else { return nil }
+    let full: Authorization
+    do {
+        full = try await client.requestTemporaryFullAccuracy(purposeKey: key)
+    } catch let error as LocationClientError {
+        guard case let .server(request, message) = error, request == "FULLACCURACY" else { throw error }
+        writeStandardError("locationctl \(command): temporary full accuracy refused: \(message)\n")
+        return .noPermission
+    }
+    guard full.isAuthorized else {
+        writeStandardError("locationctl \(command): not authorized: \(full.status.rawValue)"
+                           + (full.reason.map { " (\($0))" } ?? "") + "\n")
+        return .noPermission
+    }
+    if full.accuracy != .fullAccuracy {
+        writeStandardError("locationctl \(command): temporary full accuracy for '\(key)' was not granted; "
+                           + "continuing with \(full.accuracy?.rawValue ?? "reduced") accuracy\n")
+    }
+    return nil
+}
+
+// MARK: - Times and durations
+
+/// The wall-clock time, Unix seconds.
+func unixNow() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_REALTIME, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
+/// Parses a duration: one or more numbers, each with a unit — `s`/`sec`/`seconds`, `m`/`min`/`minutes`,
+/// `h`/`hr`/`hours`, `d`/`days`, `w`/`weeks` — e.g. `30s`, `15min`, `1h`, `7d`, `1h 30min`; a bare
+/// number is seconds. Returns seconds; nil when the text is not of that form.
+func parseDuration(_ text: String) -> Double? {
+    let units: [String: Double] = [
+        "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
+        "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
+        "h": 3600, "hr": 3600, "hrs": 3600, "hour": 3600, "hours": 3600,
+        "d": 86_400, "day": 86_400, "days": 86_400,
+        "w": 604_800, "week": 604_800, "weeks": 604_800,
+    ]
+    var characters = Substring(text.trimmingSpaces)
+    guard !characters.isEmpty else { return nil }
+    var total = 0.0
+    while !characters.isEmpty {
+        characters = characters.drop { $0 == " " }
+        let number = characters.prefix { $0.isASCII && ($0.isNumber || $0 == ".") }
+        guard !number.isEmpty, let value = Double(number) else { return nil }
+        characters = characters.dropFirst(number.count).drop { $0 == " " }
+        let unit = characters.prefix { $0.isLetter }
+        characters = characters.dropFirst(unit.count)
+        if unit.isEmpty {
+            guard characters.isEmpty else { return nil }
+            total += value
+        } else {
+            guard let scale = units[String(unit)] else { return nil }
+            total += value * scale
+        }
+    }
+    return total.isFinite ? total : nil
+}
+
+/// Parses a UTC time in ISO 8601 form: `2026-11-30`, `2026-11-30T05:00Z`, `2026-11-30T05:00:00Z`,
+/// `2026-11-30T05:00:00.250Z` (a space may stand for the `T`; the `Z` may be left out, the time is UTC
+/// either way). Returns Unix seconds; nil when the text is not of that form.
+func parseUTCTime(_ text: String) -> Double? {
+    var b = Array(text.trimmingSpaces.utf8)
+    if b.last == UInt8(ascii: "Z") { b.removeLast() }
+    func number(_ range: Range<Int>) -> Int? {
+        guard range.upperBound <= b.count else { return nil }
+        var value = 0
+        for i in range {
+            guard b[i] >= 48, b[i] <= 57 else { return nil }
+            value = value * 10 + Int(b[i] - 48)
+        }
+        return value
+    }
+    guard b.count >= 10, b[4] == UInt8(ascii: "-"), b[7] == UInt8(ascii: "-"),
+          let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
+          let date = CivilDate(year: year, month: month, day: day) else { return nil }
+    var seconds = Double(date.daysSinceUnixEpoch) * 86_400
+    guard b.count > 10 else { return seconds }
+    guard b.count >= 16, b[10] == UInt8(ascii: "T") || b[10] == UInt8(ascii: " "), b[13] == UInt8(ascii: ":"),
+          let hour = number(11..<13), let minute = number(14..<16), hour < 24, minute < 60 else { return nil }
+    seconds += Double(hour * 3600 + minute * 60)
+    guard b.count > 16 else { return seconds }
+    guard b.count >= 19, b[16] == UInt8(ascii: ":"), let second = number(17..<19), second < 61 else { return nil }
+    seconds += Double(second)
+    guard b.count > 19 else { return seconds }
+    guard b[19] == UInt8(ascii: "."), b.count > 20, let fraction = number(20..<b.count) else { return nil }
+    var scale = 1.0
+    for _ in 20..<b.count { scale *= 10 }
+    return seconds + Double(fraction) / scale
+}
+
+/// A duration for people: `30 s`, `15 min`, `2 h`, `7 d`, `1 h 30 min`.
+func humanDuration(_ seconds: Double) -> String {
+    var left = Int(seconds.rounded())
+    guard left > 0 else { return "0 s" }
+    var parts: [String] = []
+    for (size, name) in [(86_400, "d"), (3600, "h"), (60, "min"), (1, "s")] where left >= size {
+        parts.append("\(left / size) \(name)")
+        left %= size
+    }
+    return parts.joined(separator: " ")
+}
+
+extension String {
+    /// Without leading and trailing spaces and tabs.
+    var trimmingSpaces: Substring {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\r" || $0 == "\n" }
+        guard let start = firstIndex(where: { !isSpace($0) }), let end = lastIndex(where: { !isSpace($0) }) else { return "" }
+        return self[start...end]
+    }
+}
+
+// MARK: - Tables
+
+/// Renders `rows` (the first is the header) as columns two spaces apart; `rightAligned` columns are
+/// padded on the left; the last column is not padded.
+func renderTable(_ rows: [[String]], rightAligned: Set<Int> = []) -> String {
+    guard let columns = rows.map(\.count).max() else { return "" }
+    var widths = [Int](repeating: 0, count: columns)
+    for row in rows {
+        for (column, cell) in row.enumerated() { widths[column] = max(widths[column], cell.count) }
+    }
+    var text = ""
+    for row in rows {
+        var cells: [String] = []
+        for (column, cell) in row.enumerated() {
+            let padding = String(repeating: " ", count: widths[column] - cell.count)
+            if column == row.count - 1 {
+                cells.append(rightAligned.contains(column) ? padding + cell : cell)
+            } else {
+                cells.append(rightAligned.contains(column) ? padding + cell : cell + padding)
+            }
+        }
+        text += cells.joined(separator: "  ") + "\n"
+    }
+    return text
+}
+
+// MARK: - Threads
+
+/// Runs `body` on a new detached thread (pthread_create(3)), for blocking reads that must not hold one
+/// of Swift concurrency's threads.
+func startThread(_ body: @escaping @Sendable () -> Void) {
+    final class Box {
+        let body: @Sendable () -> Void
+        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+    }
+    let box = Unmanaged.passRetained(Box(body)).toOpaque()
+    var thread = pthread_t()
+    let result = pthread_create(&thread, nil, { raw in
+        Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
+        return nil
+    }, box)
+    precondition(result == 0, "pthread_create failed: \(result)")
+    pthread_detach(thread)
 }

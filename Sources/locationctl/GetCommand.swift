@@ -3,28 +3,38 @@ import LocationClient
 /// `locationctl get`: one fresh location.
 enum GetCommand {
     static let help = """
-        usage: locationctl get [--timeout S] [--json] [--socket PATH]
+        usage: locationctl get [--timeout S] [--json] [--authorization once|persistent]
+                               [--accuracy full|reduced] [--purpose KEY] [--socket PATH]
 
-        Asks locationd for one fresh location (the first fix after the request) and prints it as one
-        line, in the form 'locationctl watch' uses:
+        Asks locationd for authorization (the daemon may ask an agent, a person, first: up to its
+        ask-timeout), then for one fresh location (the first fix after the request), and prints it as
+        one line, in the form 'locationctl watch' uses:
 
           2007-04-08 09:53:05.802Z  -27.2109117  153.0522500  ±400.9 m  3.6 km/h  track 133.96°
 
         options:
-          --timeout S     how long to wait for a fix, seconds, more than 0 and at most 300 (default 10)
-          --json          print the TPV object exactly as received instead
-          --socket PATH   the daemon's socket (default: $LOCATIOND_SOCKET, else
-                          /run/locationd/locationd.sock)
-          -h, --help      show this help
+          --timeout S         how long to wait for a fix, seconds, more than 0 and at most 300
+                              (default 10)
+          --json              print the TPV object exactly as received instead
+          --authorization K   ask for 'once' (this connection only; the default) or 'persistent'
+                              (remembered) authorization
+          --accuracy A        ask for 'full' (the default) or 'reduced' accuracy; the daemon's rule
+                              may allow less
+          --purpose KEY       then ask for temporary full accuracy, citing the purpose KEY that the
+                              daemon's configuration declares for this program
+          --socket PATH       the daemon's socket (default: $LOCATIOND_SOCKET, else
+                              /run/locationd/locationd.sock)
+          -h, --help          show this help
 
         exit status: 0 with a location, 64 usage, 69 daemon unreachable or refused, 75 no fix in time,
-        76 protocol mismatch.
+        76 protocol mismatch, 77 not authorized (the status and the reason go to standard error).
 
         """
 
     static func run(_ arguments: [String], socketPath globalSocketPath: String?) async -> ExitCode {
         var timeout = 10.0
         var json = false
+        var authorization = AuthorizationOptions()
         var options = OptionReader(arguments)
         do throws(UsageError) {
             while let option = try options.next() {
@@ -36,7 +46,10 @@ enum GetCommand {
                     timeout = try options.number(for: option, in: 0...300, unit: "seconds")
                     guard timeout > 0 else { throw UsageError(message: "--timeout must be more than 0 seconds") }
                 case "--json": json = true
-                default: throw UsageError(message: "unexpected argument '\(option)'")
+                default:
+                    guard try authorization.read(option, from: &options) else {
+                        throw UsageError(message: "unexpected argument '\(option)'")
+                    }
                 }
             }
         } catch {
@@ -46,6 +59,7 @@ enum GetCommand {
         do {
             let client = try await LocationClient.connect(socketPath: options.socketPath ?? globalSocketPath)
             defer { client.close() }
+            if let refused = try await authorize(client, authorization, command: "get") { return refused }
             let location = try await client.requestLocation(timeout: timeout)
             let line = json ? (location.json ?? "") : humanLine(location)
             return writeStandardOutput(line + "\n") ? .ok : .ioError

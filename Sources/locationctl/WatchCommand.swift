@@ -4,15 +4,20 @@ import LocationWire
 /// `locationctl watch`: subscribe and print locations as they come.
 enum WatchCommand {
     static let help = """
-        usage: locationctl watch [--count N] [--json] [--min-interval S] [--distance-filter M] [--socket PATH]
+        usage: locationctl watch [--count N] [--json] [--min-interval S] [--distance-filter M]
+                                 [--authorization once|persistent] [--accuracy full|reduced]
+                                 [--purpose KEY] [--socket PATH]
 
-        Subscribes to locationd's location updates and prints one line per location:
+        Asks locationd for authorization (the daemon may ask an agent, a person, first: up to its
+        ask-timeout), then subscribes to its location updates and prints one line per location:
 
           2007-04-08 09:53:05.802Z  -27.2109117  153.0522500  ±400.9 m  3.6 km/h  track 133.96°
 
         (UTC time, latitude and longitude in degrees, horizontal accuracy in metres, speed, course over
         ground in degrees true; values the daemon does not know are left out), and a line when the fix
-        is lost ("fix lost: REASON") or comes back ("fix acquired"). Runs until interrupted.
+        is lost ("fix lost: REASON") or comes back ("fix acquired"), and when the daemon changes this
+        client's authorization ("authorization: notDetermined (REASON)"). Runs until interrupted, or
+        until the authorization is lost.
 
         options:
           --count N              exit after N locations
@@ -20,12 +25,19 @@ enum WatchCommand {
                                  objects for fix changes) instead
           --min-interval S       at most one location every S seconds (default 0: every fix)
           --distance-filter M    only locations at least M metres from the last one printed
+          --authorization K      ask for 'once' (this connection only; the default) or
+                                 'persistent' (remembered) authorization
+          --accuracy A           ask for 'full' (the default) or 'reduced' accuracy; the daemon's
+                                 rule may allow less
+          --purpose KEY          then ask for temporary full accuracy, citing the purpose KEY that
+                                 the daemon's configuration declares for this program
           --socket PATH          the daemon's socket (default: $LOCATIOND_SOCKET, else
                                  /run/locationd/locationd.sock)
           -h, --help             show this help
 
         exit status: 0 after --count locations, 64 usage, 69 daemon unreachable or gone, 75 timeout,
-        76 protocol mismatch.
+        76 protocol mismatch, 77 not authorized (refused, or the authorization was lost while
+        streaming; the status and the reason go to standard error).
 
         """
 
@@ -34,6 +46,7 @@ enum WatchCommand {
         var json = false
         var minInterval = 0.0
         var distanceFilter = 0.0
+        var authorization = AuthorizationOptions()
         var options = OptionReader(arguments)
         do throws(UsageError) {
             while let option = try options.next() {
@@ -46,7 +59,10 @@ enum WatchCommand {
                 case "--min-interval": minInterval = try options.number(for: option, in: 0...1e9, unit: "seconds")
                 case "--distance-filter":
                     distanceFilter = try options.number(for: option, in: 0...1e8, unit: "metres")
-                default: throw UsageError(message: "unexpected argument '\(option)'")
+                default:
+                    guard try authorization.read(option, from: &options) else {
+                        throw UsageError(message: "unexpected argument '\(option)'")
+                    }
                 }
             }
         } catch {
@@ -55,6 +71,8 @@ enum WatchCommand {
 
         do {
             let client = try await LocationClient.connect(socketPath: options.socketPath ?? globalSocketPath)
+            defer { client.close() }
+            if let refused = try await authorize(client, authorization, command: "watch") { return refused }
             var printed = 0
             var hadFix = false
             for try await update in client.updates(minInterval: minInterval, distanceFilter: distanceFilter) {
@@ -73,11 +91,18 @@ enum WatchCommand {
                         line = (hadFix ? "fix lost" : "no fix") + (reason.map { ": \($0)" } ?? "")
                     }
                     hadFix = hadFix || fix
+                case .authorization(let change):
+                    line = json ? (change.json ?? "") : "authorization: \(describe(change))" + (change.reason.map { " (\($0))" } ?? "")
+                    guard change.isAuthorized else {
+                        guard writeStandardOutput(line + "\n") else { return .ioError }
+                        writeStandardError("locationctl watch: not authorized any more: \(change.status.rawValue)"
+                                           + (change.reason.map { " (\($0))" } ?? "") + "\n")
+                        return .noPermission
+                    }
                 }
                 guard writeStandardOutput(line + "\n") else { return .ioError }
                 if let count, printed >= count { break }
             }
-            client.close()
             return .ok
         } catch {
             return clientFailure("watch", error)

@@ -14,6 +14,7 @@ enum ExitCode: Int32 {
     case ioError = 74
     case temporaryFailure = 75
     case protocolError = 76
+    case noPermission = 77
 }
 
 let usage = """
@@ -21,13 +22,23 @@ let usage = """
 
     commands:
       decode [FILE]   decode NMEA 0183 from FILE (or standard input) into gpsd-style JSON lines
-      watch           print locations from locationd as they come
-      get             print one fresh location from locationd
+      watch           ask for authorization, then print locations from locationd as they come
+      get             ask for authorization, then print one fresh location from locationd
       status          show locationd's receivers and clients
 
+    administration (root or locationd's admin-group):
+      agent           answer programs' requests for location, on the terminal or automatically
+      grants          list persistent grants, pre-approvals and live one-time grants
+      grant           allow an executable, unit or user ahead of asking (--once or --persistent)
+      revoke          remove an executable's, unit's or user's grants, at once
+      audit           which program saw your location, when, how precisely
+
     global options:
-      --socket PATH   locationd's socket, for watch, get and status (also accepted after the command;
-                      default: $LOCATIOND_SOCKET, else /run/locationd/locationd.sock)
+      --socket PATH   locationd's socket, for every command but decode (also accepted after the
+                      command; default: $LOCATIOND_SOCKET, else /run/locationd/locationd.sock)
+
+    exit status: 0 success, 64 usage, 69 daemon unreachable, 75 timeout or no fix in time,
+    76 protocol mismatch, 77 not authorized (refused by the policy, or not an administrator).
 
     Run 'locationctl <command> --help' for a command's options.
 
@@ -68,6 +79,16 @@ case "get":
     exit(await GetCommand.run(arguments, socketPath: socketPath).rawValue)
 case "status":
     exit(await StatusCommand.run(arguments, socketPath: socketPath).rawValue)
+case "agent":
+    exit(await AgentCommand.run(arguments, socketPath: socketPath).rawValue)
+case "grants":
+    exit(await GrantsCommand.run(arguments, socketPath: socketPath).rawValue)
+case "grant":
+    exit(await GrantCommand.run(arguments, socketPath: socketPath).rawValue)
+case "revoke":
+    exit(await RevokeCommand.run(arguments, socketPath: socketPath).rawValue)
+case "audit":
+    exit(await AuditCommand.run(arguments, socketPath: socketPath).rawValue)
 case "-h", "--help", "help":
     print(usage, terminator: "")
     exit(0)

@@ -1,0 +1,244 @@
+import FoundationEssentials
+import LocationCore
+import LocationWire
+
+// The permission policy from the client's side (docs/PROTOCOL.md "Authorization"), and the agent's and
+// administrator's requests ("Agents and administrators"), which the daemon allows for root and its
+// `admin-group` only.
+
+extension LocationClient {
+    /// Seconds the authorization calls wait by default: the daemon may ask an agent first and waits up
+    /// to its `ask-timeout` (30 s unless configured) for an answer; `replyGracePeriod` is added.
+    public static let authorizationTimeout = 60.0
+
+    /// Asks for authorization to see locations (`AUTHORIZE`; Core Location's
+    /// `requestWhenInUseAuthorization` / `requestAlwaysAuthorization`). The daemon decides by its
+    /// rules and stored grants, or asks an agent (a person) and waits for the answer.
+    ///
+    /// A refusal is not an error: the returned status says it (`denied`, `restricted`, or
+    /// `notDetermined`) with the daemon's reason, e.g. "no agent is running to ask".
+    /// - Parameters:
+    ///   - kind: `.once` for this connection only, `.persistent` to be remembered.
+    ///   - accuracy: the most precise the client wants; the daemon's rule may allow less.
+    ///   - name: display text for the agent (e.g. the program's name); never used to decide.
+    ///   - timeout: seconds to wait for the answer (plus `replyGracePeriod`).
+    /// - Returns: the authorization now in force.
+    /// - Throws: `LocationClientError.server(request: "AUTHORIZE", ...)` for a malformed request,
+    ///   `.timedOut`, `.disconnected`, `.invalidReply`; `CancellationError`.
+    public func requestAuthorization(_ kind: AuthorizationKind = .once, accuracy: AccuracyAuthorization = .fullAccuracy,
+                                     name: String? = nil,
+                                     timeout: Double = LocationClient.authorizationTimeout) async throws -> Authorization {
+        var writer = JSONObjectWriter()
+        writer.begin()
+        writer.field("class", "AUTHORIZE")
+        writer.field("authorization", kind.rawValue)
+        writer.field("accuracy", accuracy.rawValue)
+        writer.field("name", name)
+        writer.end()
+        return try await authorizationRoundTrip(writer.bytes, requestClass: "AUTHORIZE", timeout: timeout)
+    }
+
+    /// This client's authorization as it stands (`AUTHORIZATION`; Core Location's
+    /// `authorizationStatus` and `accuracyAuthorization`).
+    /// - Parameter timeout: seconds to wait for the reply (plus `replyGracePeriod`).
+    /// - Returns: the authorization.
+    /// - Throws: `LocationClientError.timedOut`, `.disconnected`, `.invalidReply`; `CancellationError`.
+    public func authorizationStatus(timeout: Double = 10) async throws -> Authorization {
+        let request = Array(#"{"class":"AUTHORIZATION"}"#.utf8) + [10]
+        return try await authorizationRoundTrip(request, requestClass: "AUTHORIZATION", timeout: timeout)
+    }
+
+    /// Asks for full accuracy for this connection, citing a purpose key declared for this client in the
+    /// daemon's configuration (`FULLACCURACY`; Core Location's
+    /// `requestTemporaryFullAccuracyAuthorization(withPurposeKey:)`). The agent sees the purpose text.
+    /// For a client authorized at reduced accuracy; one with full accuracy gets its authorization back
+    /// unchanged.
+    /// - Parameters:
+    ///   - purposeKey: the key, e.g. `"Navigation"` (`purpose.Navigation = text` in the config).
+    ///   - timeout: seconds to wait for the answer (plus `replyGracePeriod`).
+    /// - Returns: the authorization now in force: `accuracy` is `.fullAccuracy` when granted, still
+    ///   `.reducedAccuracy` when the agent refused; a client not authorized at all gets its status.
+    /// - Throws: `LocationClientError.server(request: "FULLACCURACY", message:)` when the key is not
+    ///   declared for this client (no agent is asked); `.timedOut`, `.disconnected`, `.invalidReply`;
+    ///   `CancellationError`.
+    public func requestTemporaryFullAccuracy(purposeKey: String,
+                                             timeout: Double = LocationClient.authorizationTimeout) async throws -> Authorization {
+        var writer = JSONObjectWriter()
+        writer.begin()
+        writer.field("class", "FULLACCURACY")
+        writer.field("purposeKey", purposeKey)
+        writer.end()
+        return try await authorizationRoundTrip(writer.bytes, requestClass: "FULLACCURACY", timeout: timeout)
+    }
+
+    private func authorizationRoundTrip(_ request: [UInt8], requestClass: String, timeout: Double) async throws -> Authorization {
+        let line = try await connection.roundTrip(request, requestClass: requestClass, replyClass: "AUTHORIZATION",
+                                                  timeout: max(0, timeout) + Self.replyGracePeriod)
+        guard let authorization = decodeLine(AuthorizationReply.self, line, with: JSONDecoder())?
+            .authorization(json: String(decoding: line, as: UTF8.self)) else {
+            throw LocationClientError.invalidReply("AUTHORIZATION without a known status: \(String(decoding: line.prefix(120), as: UTF8.self))")
+        }
+        return authorization
+    }
+
+    // MARK: - Agent
+
+    /// Registers this connection as an agent (`AGENT`; root or the daemon's `admin-group`): the daemon
+    /// then sends it every authorization request it has to ask a person about, and tells it how each
+    /// ended. Answer with `answer(id:answer:accuracy:)`.
+    ///
+    /// The connection stays an agent until it closes (`close()`); ending the iteration only stops the
+    /// events. A second call replaces the stream, which ends. The stream keeps this client alive while
+    /// it exists; events beyond what the consumer has taken are buffered.
+    /// - Parameter timeout: seconds to wait for the daemon's acknowledgement.
+    /// - Returns: the events, `.ask` and `.answered`, once the daemon has accepted the agent. The
+    ///   sequence ends without an error after `close()`, and throws `.disconnected` when the daemon
+    ///   goes away.
+    /// - Throws: `LocationClientError.server(request: "AGENT", message: "permission denied: ...")` for
+    ///   a user who may not be an agent (`meansNotAuthorized`); `.timedOut`, `.disconnected`;
+    ///   `CancellationError`.
+    public func registerAgent(timeout: Double = 10) async throws -> AsyncThrowingStream<AgentEvent, any Error> {
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: AgentEvent.self, throwing: (any Error).self)
+        let id = connection.makeWatchID()
+        continuation.onTermination = { [self] _ in connection.stopAgentStream(id: id) }
+        connection.startAgentStream(id: id, continuation: continuation)
+        do {
+            _ = try await connection.roundTrip(Array(#"{"class":"AGENT"}"#.utf8) + [10], replyClass: "AGENT",
+                                               timeout: timeout)
+        } catch {
+            connection.stopAgentStream(id: id, error: error)
+            throw error
+        }
+        return stream
+    }
+
+    /// Answers an agent's question (`ANSWER`). The first answer wins; every agent is then told
+    /// (`ANSWERED`, also in the `registerAgent()` stream).
+    /// - Parameters:
+    ///   - id: the question's id (`AgentQuestion.id`).
+    ///   - answer: allow once, allow always or deny.
+    ///   - accuracy: `.reducedAccuracy` to grant less than asked; nil to grant what was asked.
+    ///   - timeout: seconds to wait for the daemon's confirmation.
+    /// - Returns: how the question ended: this answer, or — when another agent or the timeout came
+    ///   first — that outcome (`answer` `"timeout"`, `"withdrawn"`, or another agent's answer).
+    /// - Throws: `LocationClientError.server(request: "ANSWER", message:)` when no such question waits
+    ///   (already answered, withdrawn or timed out) or this connection is not an agent; `.timedOut`,
+    ///   `.disconnected`; `CancellationError`.
+    @discardableResult
+    public func answer(id: Int, answer: AgentAnswer, accuracy: AccuracyAuthorization? = nil,
+                       timeout: Double = 10) async throws -> AnsweredNotice {
+        var writer = JSONObjectWriter()
+        writer.begin()
+        writer.field("class", "ANSWER")
+        writer.field("id", id)
+        writer.field("answer", answer.rawValue)
+        writer.field("accuracy", accuracy?.rawValue)
+        writer.end()
+        let line = try await connection.roundTrip(writer.bytes, requestClass: "ANSWER", replyClass: "ANSWERED",
+                                                  replyID: id, timeout: timeout)
+        guard let reply = decodeLine(AnsweredReply.self, line, with: JSONDecoder()) else {
+            throw LocationClientError.invalidReply("unreadable ANSWERED")
+        }
+        return reply.notice(id: id)
+    }
+
+    // MARK: - Administration
+
+    /// The daemon's grants (`GRANTS`; root or `admin-group`): stored decisions, pre-approved one-time
+    /// grants and the live one-time grants of connected clients.
+    /// - Parameter timeout: seconds to wait for the reply.
+    /// - Throws: `LocationClientError.server(request: "GRANTS", message: "permission denied: ...")`
+    ///   (`meansNotAuthorized`), `.timedOut`, `.disconnected`, `.invalidReply`; `CancellationError`.
+    public func grants(timeout: Double = 10) async throws -> GrantList {
+        try await grantsRoundTrip(Array(#"{"class":"GRANTS"}"#.utf8) + [10], requestClass: "GRANTS", timeout: timeout)
+    }
+
+    /// Grants ahead of asking (`GRANT`; root or `admin-group`). `.persistent` stores an "allow always"
+    /// (replacing the subject's stored decision, a refusal included); `.once` pre-approves the
+    /// subject's next connection that asks for one-time access ("Allow Once" pressed ahead).
+    /// - Parameters:
+    ///   - subject: the executable, unit or user.
+    ///   - kind: `.persistent` or `.once`.
+    ///   - accuracy: the accuracy granted.
+    ///   - expires: seconds from now until the grant lapses; nil: never.
+    ///   - timeout: seconds to wait for the reply.
+    /// - Returns: the grants afterwards.
+    /// - Throws: `LocationClientError.server(request: "GRANT", ...)` (permission denied, bad
+    ///   arguments), `.timedOut`, `.disconnected`, `.invalidReply`; `CancellationError`.
+    @discardableResult
+    public func grant(subject: GrantSubject, kind: AuthorizationKind = .persistent,
+                      accuracy: AccuracyAuthorization = .fullAccuracy, expires: Double? = nil,
+                      timeout: Double = 10) async throws -> GrantList {
+        var writer = JSONObjectWriter()
+        writer.begin()
+        writer.field("class", "GRANT")
+        Self.writeSubject(subject, to: &writer)
+        writer.field("kind", kind.rawValue)
+        writer.field("accuracy", accuracy.rawValue)
+        writer.field("expires", expires)
+        writer.end()
+        return try await grantsRoundTrip(writer.bytes, requestClass: "GRANT", timeout: timeout)
+    }
+
+    /// Removes every grant and stored decision of `subject` and ends its live one-time grants
+    /// (`REVOKE`; root or `admin-group`). Its clients stop receiving locations at once and are told
+    /// their new status (`LocationUpdate.authorization`).
+    /// - Parameters:
+    ///   - subject: the executable, unit or user.
+    ///   - timeout: seconds to wait for the reply.
+    /// - Returns: the grants afterwards.
+    /// - Throws: `LocationClientError.server(request: "REVOKE", ...)`, `.timedOut`, `.disconnected`,
+    ///   `.invalidReply`; `CancellationError`.
+    @discardableResult
+    public func revoke(subject: GrantSubject, timeout: Double = 10) async throws -> GrantList {
+        var writer = JSONObjectWriter()
+        writer.begin()
+        writer.field("class", "REVOKE")
+        Self.writeSubject(subject, to: &writer)
+        writer.end()
+        return try await grantsRoundTrip(writer.bytes, requestClass: "REVOKE", timeout: timeout)
+    }
+
+    /// The audit trail (`AUDIT`; root or `admin-group`): every decision, each grant's first delivery of
+    /// a location, every grant and revoke, oldest first.
+    /// - Parameters:
+    ///   - since: Unix seconds; only events at or after it. nil: all the daemon kept.
+    ///   - timeout: seconds to wait for the reply.
+    /// - Returns: the events.
+    /// - Throws: `LocationClientError.server(request: "AUDIT", ...)`, `.timedOut`, `.disconnected`,
+    ///   `.invalidReply`; `CancellationError`.
+    public func audit(since: Double? = nil, timeout: Double = 10) async throws -> [AuditEvent] {
+        var writer = JSONObjectWriter()
+        writer.begin()
+        writer.field("class", "AUDIT")
+        writer.field("since", since)
+        writer.end()
+        let line = try await connection.roundTrip(writer.bytes, replyClass: "AUDIT", timeout: timeout)
+        guard let elements = objectElements(ofArrayMember: "events", in: line) else {
+            throw LocationClientError.invalidReply("AUDIT reply without an events array")
+        }
+        let decoder = JSONDecoder()
+        return try elements.map { element in
+            guard let reply = decodeLine(AuditEventReply.self, Array(element), with: decoder) else {
+                throw LocationClientError.invalidReply("unreadable audit event: \(String(decoding: element.prefix(120), as: UTF8.self))")
+            }
+            return reply.event(json: String(decoding: element, as: UTF8.self))
+        }
+    }
+
+    private func grantsRoundTrip(_ request: [UInt8], requestClass: String, timeout: Double) async throws -> GrantList {
+        let line = try await connection.roundTrip(request, requestClass: requestClass, replyClass: "GRANTS", timeout: timeout)
+        guard let reply = decodeLine(GrantsReply.self, line, with: JSONDecoder()) else {
+            throw LocationClientError.invalidReply("unreadable GRANTS reply")
+        }
+        return reply.list(json: String(decoding: line, as: UTF8.self))
+    }
+
+    private static func writeSubject(_ subject: GrantSubject, to writer: inout JSONObjectWriter) {
+        switch subject {
+        case .executable(let path): writer.field("executable", path)
+        case .unit(let unit): writer.field("unit", unit)
+        case .user(let user): writer.field("user", user)
+        }
+    }
+}

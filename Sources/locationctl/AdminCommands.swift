@@ -1,0 +1,328 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import LocationClient
+import LocationCore
+
+/// Connects, runs `body`, and turns client errors into exit codes (77 for a permission error).
+private func withClient(_ command: String, socketPath: String?, _ body: (LocationClient) async throws -> ExitCode) async -> ExitCode {
+    do {
+        let client = try await LocationClient.connect(socketPath: socketPath)
+        defer { client.close() }
+        return try await body(client)
+    } catch {
+        return clientFailure(command, error)
+    }
+}
+
+/// `path` absolute with symbolic links resolved (realpath(3)); nil when it does not exist.
+private func resolvedPath(_ path: String) -> String? {
+    guard let resolved = realpath(path, nil) else { return nil }
+    defer { free(resolved) }
+    return String(cString: resolved)
+}
+
+/// `--executable PATH`, `--unit NAME` or `--user NAME`: exactly one, for `grant` and `revoke`.
+private struct SubjectOption {
+    var subject: GrantSubject? = nil
+
+    /// Reads `option` when it names a subject; false when it does not.
+    mutating func read(_ option: String, from options: inout OptionReader) throws(UsageError) -> Bool {
+        let made: GrantSubject
+        switch option {
+        case "--executable": made = .executable(try options.value(for: option))
+        case "--unit": made = .unit(try options.value(for: option))
+        case "--user": made = .user(try options.value(for: option))
+        default: return false
+        }
+        guard subject == nil else { throw UsageError(message: "give only one of --executable, --unit or --user") }
+        subject = made
+        return true
+    }
+
+    /// The subject; an executable's path resolved as the kernel reports a client's (realpath(3):
+    /// absolute, symbolic links followed) when the file exists, since the daemon compares it with that.
+    func required() throws(UsageError) -> GrantSubject {
+        guard let subject else { throw UsageError(message: "give one of --executable PATH, --unit NAME or --user NAME") }
+        if case .executable(let path) = subject, let resolved = resolvedPath(path) { return .executable(resolved) }
+        return subject
+    }
+}
+
+/// `locationctl grants`: the daemon's grants as a table.
+enum GrantsCommand {
+    static let help = """
+        usage: locationctl grants [--json] [--socket PATH]
+
+        Lists locationd's grants (root or the daemon's admin-group only), one row each: stored
+        decisions ('always' grants and remembered refusals), pre-approved one-time grants, and the
+        live one-time grants of connected programs, with the accuracy granted, when it was made, when
+        it expires and who decided.
+
+        options:
+          --json          print the GRANTS object exactly as received instead
+          --socket PATH   the daemon's socket (default: $LOCATIOND_SOCKET, else
+                          /run/locationd/locationd.sock)
+          -h, --help      show this help
+
+        exit status: 0, 64 usage, 69 daemon unreachable, 75 timeout, 76 protocol mismatch, 77 not root
+        or in the admin group.
+
+        """
+
+    static func run(_ arguments: [String], socketPath globalSocketPath: String?) async -> ExitCode {
+        var json = false
+        var options = OptionReader(arguments)
+        do throws(UsageError) {
+            while let option = try options.next() {
+                switch option {
+                case "-h", "--help":
+                    writeStandardOutput(help)
+                    return .ok
+                case "--json": json = true
+                default: throw UsageError(message: "unexpected argument '\(option)'")
+                }
+            }
+        } catch {
+            return usageFailure("grants", error, help: help)
+        }
+        return await withClient("grants", socketPath: options.socketPath ?? globalSocketPath) { client in
+            let list = try await client.grants()
+            return writeStandardOutput(json ? (list.json ?? "") + "\n" : render(list)) ? .ok : .ioError
+        }
+    }
+
+    /// One table: GRANT, SUBJECT, ACCURACY, SINCE, EXPIRES, DECIDED BY.
+    static func render(_ list: GrantList) -> String {
+        guard !list.persistent.isEmpty || !list.preapproved.isEmpty || !list.once.isEmpty else { return "no grants\n" }
+        var rows = [["GRANT", "SUBJECT", "ACCURACY", "SINCE", "EXPIRES", "DECIDED BY"]]
+        for grant in list.persistent {
+            rows.append([grant.allowed ? "always" : "denied", grant.subject.description,
+                         grant.allowed ? grant.accuracy?.rawValue ?? "-" : "-", humanTime(grant.created),
+                         grant.expires.map(humanTime) ?? "never", grant.decidedBy ?? "-"])
+        }
+        for grant in list.preapproved {
+            rows.append(["once, pre-approved", grant.subject.description, grant.accuracy?.rawValue ?? "-",
+                         humanTime(grant.created), grant.expires.map(humanTime) ?? "never", "-"])
+        }
+        for grant in list.once {
+            var client = grant.executable ?? grant.unit ?? "?"
+            var details: [String] = []
+            if let pid = grant.pid { details.append("pid \(pid)") }
+            if let uid = grant.uid { details.append("uid \(uid)") }
+            if !details.isEmpty { client += " (\(details.joined(separator: ", ")))" }
+            rows.append(["once, live", client, grant.accuracy?.rawValue ?? "-", humanTime(grant.granted),
+                         humanTime(grant.expires), "-"])
+        }
+        return renderTable(rows)
+    }
+}
+
+/// `locationctl grant`: allow a program, unit or user ahead of asking.
+enum GrantCommand {
+    static let help = """
+        usage: locationctl grant (--executable PATH | --unit NAME | --user NAME) (--once | --persistent)
+                                 [--accuracy full|reduced] [--expires DURATION] [--socket PATH]
+
+        Grants location access ahead of asking (root or the daemon's admin-group only).
+        --persistent stores an 'always' grant, replacing the subject's stored decision (a remembered
+        refusal included); --once pre-approves the next connection of the subject that asks for
+        one-time access ('Allow Once' pressed ahead), used up by that connection.
+
+        options:
+          --executable PATH   programs run from PATH (as the kernel reports it: symbolic links
+                              resolved)
+          --unit NAME         processes of the systemd unit NAME, e.g. navit.service
+          --user NAME         every program of the user NAME (or uid)
+          --once              pre-approve one use
+          --persistent        grant until revoked (or until --expires)
+          --accuracy A        'full' (the default) or 'reduced'
+          --expires DURATION  the grant lapses after DURATION, e.g. 30s, 15min, 1h, 7d
+          --socket PATH       the daemon's socket (default: $LOCATIOND_SOCKET, else
+                              /run/locationd/locationd.sock)
+          -h, --help          show this help
+
+        exit status: 0, 64 usage, 69 daemon unreachable or refused, 75 timeout, 76 protocol mismatch,
+        77 not root or in the admin group.
+
+        """
+
+    static func run(_ arguments: [String], socketPath globalSocketPath: String?) async -> ExitCode {
+        var subject = SubjectOption()
+        var kind: AuthorizationKind? = nil
+        var accuracy = AccuracyAuthorization.fullAccuracy
+        var expires: Double? = nil
+        var options = OptionReader(arguments)
+        let target: GrantSubject
+        let grantKind: AuthorizationKind
+        do throws(UsageError) {
+            while let option = try options.next() {
+                switch option {
+                case "-h", "--help":
+                    writeStandardOutput(help)
+                    return .ok
+                case "--once", "--persistent":
+                    let chosen: AuthorizationKind = option == "--once" ? .once : .persistent
+                    guard kind == nil || kind == chosen else { throw UsageError(message: "give only one of --once or --persistent") }
+                    kind = chosen
+                case "--accuracy":
+                    accuracy = try options.choice(for: option, from: ["full", "reduced"]) == "full" ? .fullAccuracy : .reducedAccuracy
+                case "--expires": expires = try options.duration(for: option)
+                default:
+                    guard try subject.read(option, from: &options) else {
+                        throw UsageError(message: "unexpected argument '\(option)'")
+                    }
+                }
+            }
+            target = try subject.required()
+            guard let kind else { throw UsageError(message: "give --once or --persistent") }
+            grantKind = kind
+        } catch {
+            return usageFailure("grant", error, help: help)
+        }
+        return await withClient("grant", socketPath: options.socketPath ?? globalSocketPath) { client in
+            try await client.grant(subject: target, kind: grantKind, accuracy: accuracy, expires: expires)
+            var text = grantKind == .once ? "pre-approved one-time access for \(target)" : "granted persistent access to \(target)"
+            text += ", \(accuracy.rawValue) accuracy"
+            if let expires { text += ", for \(humanDuration(expires))" }
+            return writeStandardOutput(text + "\n") ? .ok : .ioError
+        }
+    }
+}
+
+/// `locationctl revoke`: remove a subject's grants, at once.
+enum RevokeCommand {
+    static let help = """
+        usage: locationctl revoke (--executable PATH | --unit NAME | --user NAME) [--socket PATH]
+
+        Removes every grant and stored decision of the subject, pre-approvals and live one-time grants
+        included (root or the daemon's admin-group only). It takes effect at once: the subject's
+        programs stop receiving locations and are told their new status; next time they ask, the
+        daemon's rule decides again (an agent is asked under 'access = ask').
+
+        options:
+          --executable PATH   programs run from PATH
+          --unit NAME         processes of the systemd unit NAME
+          --user NAME         every program of the user NAME (or uid)
+          --socket PATH       the daemon's socket (default: $LOCATIOND_SOCKET, else
+                              /run/locationd/locationd.sock)
+          -h, --help          show this help
+
+        exit status: 0, 64 usage, 69 daemon unreachable or refused, 75 timeout, 76 protocol mismatch,
+        77 not root or in the admin group.
+
+        """
+
+    static func run(_ arguments: [String], socketPath globalSocketPath: String?) async -> ExitCode {
+        var subject = SubjectOption()
+        var options = OptionReader(arguments)
+        let target: GrantSubject
+        do throws(UsageError) {
+            while let option = try options.next() {
+                switch option {
+                case "-h", "--help":
+                    writeStandardOutput(help)
+                    return .ok
+                default:
+                    guard try subject.read(option, from: &options) else {
+                        throw UsageError(message: "unexpected argument '\(option)'")
+                    }
+                }
+            }
+            target = try subject.required()
+        } catch {
+            return usageFailure("revoke", error, help: help)
+        }
+        return await withClient("revoke", socketPath: options.socketPath ?? globalSocketPath) { client in
+            // The path as given too, when it differs from the resolved one and a grant is stored under it.
+            if let given = subject.subject, given != target {
+                let stored = try await client.grants()
+                if stored.persistent.contains(where: { $0.subject == given }) || stored.preapproved.contains(where: { $0.subject == given }) {
+                    try await client.revoke(subject: given)
+                }
+            }
+            try await client.revoke(subject: target)
+            return writeStandardOutput("revoked every grant of \(target)\n") ? .ok : .ioError
+        }
+    }
+}
+
+/// `locationctl audit`: which program saw the location, when, how precisely.
+enum AuditCommand {
+    static let help = """
+        usage: locationctl audit [--since TIME] [--json] [--socket PATH]
+
+        Prints locationd's audit trail (root or the daemon's admin-group only): which program saw your
+        location, when, and how precisely. One row per event: the time (UTC); the event — 'decision'
+        (a request for authorization or location and its outcome), 'delivery' (the first location
+        under a grant), 'grant' or 'revoke' (an administrator's); the client (executable, or systemd
+        unit, and user); the request; the resulting status and accuracy; and the reason.
+
+        options:
+          --since TIME    only events from TIME on: a UTC time in ISO 8601 form
+                          (2026-11-30T05:00:00Z, 2026-11-30) or a duration ago (30min, 1h, 7d)
+          --json          print the events as the daemon stored them, one JSON object per line
+          --socket PATH   the daemon's socket (default: $LOCATIOND_SOCKET, else
+                          /run/locationd/locationd.sock)
+          -h, --help      show this help
+
+        exit status: 0, 64 usage, 69 daemon unreachable, 75 timeout, 76 protocol mismatch, 77 not root
+        or in the admin group.
+
+        """
+
+    static func run(_ arguments: [String], socketPath globalSocketPath: String?) async -> ExitCode {
+        var since: Double? = nil
+        var json = false
+        var options = OptionReader(arguments)
+        do throws(UsageError) {
+            while let option = try options.next() {
+                switch option {
+                case "-h", "--help":
+                    writeStandardOutput(help)
+                    return .ok
+                case "--since":
+                    let text = try options.value(for: option)
+                    if let time = parseUTCTime(text) {
+                        since = time
+                    } else if let ago = parseDuration(text) {
+                        since = unixNow() - ago
+                    } else {
+                        throw UsageError(message: "--since must be a UTC time like 2026-11-30T05:00:00Z or a duration like 1h, not '\(text)'")
+                    }
+                case "--json": json = true
+                default: throw UsageError(message: "unexpected argument '\(option)'")
+                }
+            }
+        } catch {
+            return usageFailure("audit", error, help: help)
+        }
+        return await withClient("audit", socketPath: options.socketPath ?? globalSocketPath) { client in
+            let events = try await client.audit(since: since)
+            let text = json ? events.map { ($0.json ?? "") + "\n" }.joined() : render(events)
+            return writeStandardOutput(text) ? .ok : .ioError
+        }
+    }
+
+    /// The table: TIME, EVENT, CLIENT, REQUEST, RESULT, REASON.
+    static func render(_ events: [AuditEvent]) -> String {
+        guard !events.isEmpty else { return "no audit events\n" }
+        var rows = [["TIME", "EVENT", "CLIENT", "REQUEST", "RESULT", "REASON"]]
+        for event in events {
+            var result = event.status ?? "-"
+            if let accuracy = event.accuracy { result = event.status == nil ? accuracy.rawValue : result + ", " + accuracy.rawValue }
+            rows.append([humanTime(event.time), event.event, describe(event.client), event.request ?? "-", result,
+                         event.reason ?? "-"])
+        }
+        return renderTable(rows)
+    }
+
+    /// `/usr/bin/navit (alice)`, `navit.service (alice)`, `pid 42 (uid 1000)`.
+    static func describe(_ client: ClientDescription?) -> String {
+        guard let client else { return "-" }
+        let program = client.executable ?? client.unit ?? client.pid.map { "pid \($0)" } ?? "?"
+        if let user = client.user { return "\(program) (\(user))" }
+        if let uid = client.uid { return "\(program) (uid \(uid))" }
+        return program
+    }
+}

@@ -1,0 +1,234 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import LocationClient
+
+/// `locationctl agent`: answer the daemon's authorization questions, on the terminal or automatically.
+enum AgentCommand {
+    static let help = """
+        usage: locationctl agent [--answer once|always|deny] [--count N] [--socket PATH]
+
+        Registers with locationd as an agent (root or the daemon's admin-group only): each time a
+        program asks for location and the daemon's rule says 'ask', prints who asks — user, uid, pid,
+        executable, systemd unit, and the name it declared (display text, not verified) — what it asks
+        for (one-time or persistent access, full or reduced accuracy, or temporary full accuracy with
+        the purpose text from the configuration), and asks:
+
+          [o]nce, [a]lways, [d]eny, [r]educed once, [R]educed always?
+
+        Answers are read from standard input, one line each, so they may be piped in. 'once' allows
+        this connection of the program only; 'always' is remembered (also across restarts); 'deny' is
+        remembered too, and the program is not asked about again; the reduced answers allow with
+        reduced accuracy. A line "ANSWERED ..." reports how each question ended (answered here or by
+        another agent, timed out, withdrawn). Unanswered questions are refused after the daemon's
+        ask-timeout. Runs until interrupted, until --count answers were given, or until standard
+        input ends.
+
+        options:
+          --answer A      answer every question with A ('once', 'always' or 'deny') without asking
+                          (for kiosks and tests); standard input is not read
+          --count N       exit after giving N answers
+          --socket PATH   the daemon's socket (default: $LOCATIOND_SOCKET, else
+                          /run/locationd/locationd.sock)
+          -h, --help      show this help
+
+        exit status: 0 after --count answers or at the end of standard input, 64 usage, 69 daemon
+        unreachable or gone, 75 timeout, 76 protocol mismatch, 77 not root or in the admin group.
+
+        """
+
+    static let prompt = "[o]nce, [a]lways, [d]eny, [r]educed once, [R]educed always? "
+
+    /// What the main loop waits for: the daemon's events and the lines typed.
+    private enum Input: Sendable {
+        case event(AgentEvent)
+        case eventsEnded((any Error)?)
+        case line(String)
+        case endOfInput
+    }
+
+    static func run(_ arguments: [String], socketPath globalSocketPath: String?) async -> ExitCode {
+        var automatic: AgentAnswer? = nil
+        var count: Int? = nil
+        var options = OptionReader(arguments)
+        do throws(UsageError) {
+            while let option = try options.next() {
+                switch option {
+                case "-h", "--help":
+                    writeStandardOutput(help)
+                    return .ok
+                case "--answer":
+                    switch try options.choice(for: option, from: ["once", "always", "deny"]) {
+                    case "once": automatic = .allowOnce
+                    case "always": automatic = .allowAlways
+                    default: automatic = .deny
+                    }
+                case "--count": count = try options.count(for: option)
+                default: throw UsageError(message: "unexpected argument '\(option)'")
+                }
+            }
+        } catch {
+            return usageFailure("agent", error, help: help)
+        }
+
+        let client: LocationClient
+        let events: AsyncThrowingStream<AgentEvent, any Error>
+        do {
+            client = try await LocationClient.connect(socketPath: options.socketPath ?? globalSocketPath)
+            events = try await client.registerAgent()
+        } catch {
+            return clientFailure("agent", error)
+        }
+        defer { client.close() }
+        guard writeStandardOutput("agent registered with locationd; waiting for requests\n") else { return .ioError }
+
+        let (inputs, feed) = AsyncStream.makeStream(of: Input.self)
+        let pump = Task {
+            do {
+                for try await event in events { feed.yield(.event(event)) }
+                feed.yield(.eventsEnded(nil))
+            } catch {
+                feed.yield(.eventsEnded(error))
+            }
+        }
+        defer { pump.cancel() }
+        if automatic == nil {
+            startThread {
+                while let line = readLine(strippingNewline: true) { feed.yield(.line(line)) }
+                feed.yield(.endOfInput)
+            }
+        }
+
+        var pending: [AgentQuestion] = []
+        var typed: [String] = []
+        var inputEnded = false
+        var prompted: Int? = nil
+        var given = 0
+        var reported: Set<Int> = []
+        // A terminal echoes what is typed; piped answers are echoed here so that the output reads the same.
+        let echo = isatty(0) == 0
+        for await input in inputs {
+            switch input {
+            case .event(.ask(let question)):
+                pending.append(question)
+            case .event(.answered(let notice)):
+                if reported.remove(notice.id) != nil { break }
+                guard writeStandardOutput((prompted == notice.id ? "\n" : "") + describe(notice) + "\n") else { return .ioError }
+                pending.removeAll { $0.id == notice.id }
+                if prompted == notice.id { prompted = nil }
+            case .eventsEnded(let error):
+                guard let error else { return .ok }
+                return clientFailure("agent", error)
+            case .line(let line):
+                typed.append(line)
+            case .endOfInput:
+                inputEnded = true
+            }
+            // Answer what can be answered now, one question at a time, oldest first.
+            while let question = pending.first {
+                let answer: AgentAnswer
+                var accuracy: AccuracyAuthorization? = nil
+                if let automatic {
+                    guard writeStandardOutput(describe(question) + "answering \(automatic.rawValue) (--answer)\n") else { return .ioError }
+                    answer = automatic
+                } else {
+                    if prompted != question.id {
+                        guard writeStandardOutput(describe(question) + prompt) else { return .ioError }
+                        prompted = question.id
+                    }
+                    guard !typed.isEmpty else { break }
+                    let line = typed.removeFirst()
+                    if echo { guard writeStandardOutput(line + "\n") else { return .ioError } }
+                    guard let choice = parseChoice(line) else {
+                        guard writeStandardOutput("please answer o, a, d, r or R\n" + prompt) else { return .ioError }
+                        continue
+                    }
+                    (answer, accuracy) = choice
+                    prompted = nil
+                }
+                pending.removeFirst()
+                do {
+                    let outcome = try await client.answer(id: question.id, answer: answer, accuracy: accuracy)
+                    // Reported here at once (and not again when the agent stream brings it).
+                    guard writeStandardOutput(describe(outcome) + "\n") else { return .ioError }
+                    reported.insert(outcome.id)
+                    if outcome.answer == answer.rawValue { given += 1 }
+                } catch let error as LocationClientError {
+                    // Too late: the question timed out, was withdrawn, or another agent answered first.
+                    guard case let .server(request, message) = error, request == "ANSWER" else {
+                        return clientFailure("agent", error)
+                    }
+                    writeStandardError("locationctl agent: request \(question.id): \(message)\n")
+                } catch {
+                    return clientFailure("agent", error)
+                }
+                if let count, given >= count { return .ok }
+            }
+            if inputEnded && typed.isEmpty {
+                if prompted != nil { writeStandardOutput("\n") }
+                writeStandardError("locationctl agent: end of standard input; no more answers\n")
+                return .ok
+            }
+        }
+        return .ok
+    }
+
+    /// An answer typed at the prompt: `o`/`once`, `a`/`always`, `d`/`deny`, `r` (reduced once),
+    /// `R` (reduced always); nil for anything else.
+    static func parseChoice(_ line: String) -> (AgentAnswer, AccuracyAuthorization?)? {
+        switch String(line.trimmingSpaces) {
+        case "o", "O", "once": return (.allowOnce, nil)
+        case "a", "A", "always": return (.allowAlways, nil)
+        case "d", "D", "deny": return (.deny, nil)
+        case "r", "reduced once": return (.allowOnce, .reducedAccuracy)
+        case "R", "reduced always": return (.allowAlways, .reducedAccuracy)
+        default: return nil
+        }
+    }
+
+    /// The question for people, several lines, e.g.
+    ///
+    ///     request 7: one-time access at full accuracy (answer within 30 s)
+    ///       program:  /usr/bin/navit, declared name "My Navigator"
+    ///       user:     alice (uid 1000), pid 4242
+    ///       unit:     navit.service
+    static func describe(_ question: AgentQuestion) -> String {
+        var what: String
+        switch question.request {
+        case "once": what = "one-time access"
+        case "persistent": what = "persistent access"
+        case "temporaryFullAccuracy": what = "temporary full accuracy"
+        default: what = question.request
+        }
+        if question.request != "temporaryFullAccuracy", let accuracy = question.accuracy {
+            what += " at \(accuracy.rawValue) accuracy"
+        }
+        var text = "request \(question.id): \(what)"
+        if let timeout = question.timeout { text += " (answer within \(humanDuration(timeout)))" }
+        text += "\n"
+        let client = question.client
+        var program = client.executable ?? "unknown executable"
+        if let name = client.name { program += ", declared name \"\(name)\"" }
+        text += "  program:  \(program)\n"
+        var user = client.user ?? "unknown user"
+        if let uid = client.uid { user += " (uid \(uid))" }
+        if let pid = client.pid { user += ", pid \(pid)" }
+        text += "  user:     \(user)\n"
+        if let unit = client.unit { text += "  unit:     \(unit)\n" }
+        if question.purposeKey != nil || question.purpose != nil {
+            text += "  purpose:  " + (question.purposeKey.map { "\($0): " } ?? "") + (question.purpose ?? "") + "\n"
+        }
+        return text
+    }
+
+    /// `ANSWERED 7: allowOnce by root (uid 0)`, `ANSWERED 7: timeout (nobody answered in time)`.
+    static func describe(_ notice: AnsweredNotice) -> String {
+        var text = "ANSWERED \(notice.id): \(notice.answer)"
+        switch notice.answer {
+        case "timeout": text += " (nobody answered in time; the program was refused)"
+        case "withdrawn": text += " (the program went away)"
+        default: if let by = notice.by { text += " by \(by)" }
+        }
+        return text
+    }
+}

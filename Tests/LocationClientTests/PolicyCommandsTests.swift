@@ -1,0 +1,137 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import LocationPosix
+import Testing
+
+/// The real `locationd` on a temporary config, socket and state directory (a minimal copy of
+/// Tests/LocationServerTests/DaemonHarness.swift's `DaemonProcess`). Stopped when dropped.
+private final class Daemon {
+    let directory: String
+    let socketPath: String
+    private var pid: pid_t = 0
+
+    init(config body: String) throws {
+        directory = try Tools.temporaryDirectory("locationctl-e2e")
+        socketPath = directory + "/locationd.sock"
+        let config = """
+            [daemon]
+            socket = \(socketPath)
+            state-directory = \(directory)/state
+
+            \(body)
+            """
+        _ = FileManager.default.createFile(atPath: directory + "/locationd.conf", contents: Data(config.utf8))
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, directory + "/daemon.log", O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        let argv: [UnsafeMutablePointer<CChar>?] = [strdup(Tools.locationd), strdup("--config"),
+                                                    strdup(directory + "/locationd.conf"), nil]
+        defer { argv.forEach { free($0) } }
+        let rc = posix_spawn(&pid, Tools.locationd, &actions, nil, argv, environ)
+        guard rc == 0 else { throw Errno(rawValue: rc) }
+        let end = monotonicSeconds() + 10
+        while monotonicSeconds() < end {
+            if ListeningSocket.isLive(socketPath) { return }
+            usleep(20_000)
+        }
+        throw Errno.timedOut
+    }
+
+    /// What the daemon logged, for failure messages.
+    var log: String {
+        FileManager.default.contents(atPath: directory + "/daemon.log").map { String(decoding: $0, as: UTF8.self) } ?? ""
+    }
+
+    deinit {
+        if pid > 0 {
+            kill(pid, SIGTERM)
+            var status: Int32 = 0
+            waitpid(pid, &status, 0)
+        }
+        _ = try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+/// End to end: the real `locationd` and `locationctl` binaries, the permission policy driven by the
+/// commands — agent, grant, revoke, audit — and `get` exiting 0 or 77 as the policy says.
+@Suite("locationctl and locationd: the permission policy end to end", .serialized)
+struct PolicyCommandsTests {
+    static var config: String {
+        """
+        [receiver demo]
+        type = replay
+        file = \(Tools.repository)/Demo/haicom-305N.log
+        rate = 10
+        loop = yes
+
+        [policy]
+        access = ask
+        accuracy = full
+        ask-timeout = 10s
+        """
+    }
+
+    /// `locationctl get` against `daemon`.
+    private func get(_ daemon: Daemon) async -> ToolResult {
+        await runLocationctl(["get", "--socket", daemon.socketPath, "--timeout", "10"])
+    }
+
+    @Test("ask: an agent's answer, no agent, grant, revoke, and the audit trail of it all")
+    func policyThroughCommands() async throws {
+        let daemon = try Daemon(config: Self.config)
+        let socket = ["--socket", daemon.socketPath]
+
+        // An agent answering "once": get works, and the agent leaves after its one answer.
+        let agent = try ToolProcess(Tools.locationctl, ["agent", "--answer", "once", "--count", "1"] + socket)
+        #expect(await agent.waitForOutput("agent registered"), "agent: \(agent.stdout) \(agent.stderr)")
+        let answered = await get(daemon)
+        #expect(answered.status == 0, "\(answered)\n\(daemon.log)")
+        #expect(answered.stdout.hasPrefix("20"))
+        let agentResult = await agent.wait(timeout: 10)
+        #expect(agentResult.status == 0, "\(agentResult)")
+        #expect(agentResult.stdout.contains("one-time access at full accuracy"))
+        #expect(agentResult.stdout.contains(Tools.locationctl.split(separator: "/").last.map(String.init) ?? "locationctl"))
+        #expect(agentResult.stdout.contains("locationctl get"))  // the declared name
+        #expect(agentResult.stdout.contains("ANSWERED 1: allowOnce"))
+
+        // No agent: refused at once, with that reason.
+        let alone = await get(daemon)
+        #expect(alone.status == 77, "\(alone)")
+        #expect(alone.stderr.contains("no agent"), "\(alone)")
+        #expect(alone.stdout.isEmpty)
+
+        // An administrator's persistent grant for locationctl: get works without an agent.
+        let grant = await runLocationctl(["grant", "--executable", Tools.locationctl, "--persistent"] + socket)
+        #expect(grant.status == 0, "\(grant)")
+        let grants = await runLocationctl(["grants"] + socket)
+        #expect(grants.status == 0)
+        #expect(grants.stdout.contains("always") && grants.stdout.contains("locationctl"), "\(grants)")
+        let granted = await get(daemon)
+        #expect(granted.status == 0, "\(granted)\n\(daemon.log)")
+
+        // Revoked: refused again.
+        let revoke = await runLocationctl(["revoke", "--executable", Tools.locationctl] + socket)
+        #expect(revoke.status == 0, "\(revoke)")
+        let revoked = await get(daemon)
+        #expect(revoked.status == 77, "\(revoked)")
+        #expect((await runLocationctl(["grants"] + socket)).stdout == "no grants\n")
+
+        // The audit trail: every decision, the deliveries, the grant and the revoke.
+        let audit = await runLocationctl(["audit"] + socket)
+        #expect(audit.status == 0, "\(audit)")
+        let rows = audit.stdout.split(separator: "\n").map(String.init)
+        #expect(rows.first?.hasPrefix("TIME") == true)
+        #expect(rows.contains { $0.contains("decision") && $0.contains("authorizedOnce, full") && $0.contains("answered allowOnce") }, "\(audit.stdout)")
+        #expect(rows.contains { $0.contains("decision") && $0.contains("denied") && $0.contains("no agent is running") })
+        #expect(rows.contains { $0.contains("decision") && $0.contains("authorizedPersistent, full") })
+        #expect(rows.filter { $0.contains("delivery") }.count == 2)
+        #expect(rows.contains { $0.contains(" grant ") && $0.contains("GRANT persistent") })
+        #expect(rows.contains { $0.contains(" revoke ") })
+        let json = await runLocationctl(["audit", "--json", "--since", "1h"] + socket)
+        #expect(json.stdout.split(separator: "\n").count == rows.count - 1)
+    }
+}
