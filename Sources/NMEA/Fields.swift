@@ -162,7 +162,9 @@ struct FieldCursor {
     mutating func timeOfDay() throws(SentenceError) -> Int? {
         let f = next()
         if f.isEmpty { return nil }
-        guard f.count >= 6, let p = f.decimalParts(), !p.negative else { throw malformed() }
+        // Exactly six digits `hhmmss` before the optional fraction: no sign, no fewer digits.
+        guard f.count >= 6, f[0] &- 48 < 10, f.count == 6 || f[6] == UInt8(ascii: "."),
+              let p = f.decimalParts(), !p.negative else { throw malformed() }
         let hh = Int(p.integer / 10_000), mm = Int(p.integer / 100 % 100), ss = Int(p.integer % 100)
         guard hh < 24, mm < 60, ss <= 60, ss < 60 || (hh == 23 && mm == 59) else { throw malformed() }
         var ms = 0
@@ -203,7 +205,9 @@ struct FieldCursor {
     mutating func dateDDMMYY() throws(SentenceError) -> CivilDate? {
         let f = next()
         if f.isEmpty { return nil }
-        guard f.count == 6, let p = f.decimalParts(), p.fractionDigits == 0, !p.negative else { throw malformed() }
+        guard f.count == 6, f[0] &- 48 < 10, let p = f.decimalParts(), p.fractionDigits == 0, !p.negative else {
+            throw malformed()
+        }
         let dd = Int(p.integer / 10_000), mm = Int(p.integer / 100 % 100), yy = Int(p.integer % 100)
         guard let date = CivilDate(year: yy >= 80 ? 1900 + yy : 2000 + yy, month: mm, day: dd) else {
             throw malformed()
