@@ -66,23 +66,13 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
 
     /// Connects and starts reading; `handler` gets the events on the receiver's queue, in order.
     public func start(_ handler: @escaping @Sendable (ReceiverEvent) -> Void) {
-        core.queue.async {
-            self.core.setHandler(handler)
-            _ = self.core.newGeneration()
-            self.connect()
-        }
+        core.start(handler) { self.connect() }
     }
 
     /// Stops reading and closes the connection. The socket is closed by the read source's cancel
     /// handler, which runs on the receiver's queue right after this returns.
     public func stop() {
-        core.queue.sync {
-            _ = core.newGeneration()
-            disconnect()
-            core.cancelTimers()
-            core.setState(.stopped)
-            core.setHandler(nil)
-        }
+        core.stop { disconnect() }
     }
 
     // MARK: - Connection (all on core.queue)

@@ -32,6 +32,27 @@ final class ReceiverCore: @unchecked Sendable {
 
     func setHandler(_ handler: (@Sendable (ReceiverEvent) -> Void)?) { self.handler = handler }
 
+    /// The common start: on the queue, install the handler, begin a new generation, run `begin`.
+    func start(_ handler: @escaping @Sendable (ReceiverEvent) -> Void, _ begin: @escaping @Sendable () -> Void) {
+        queue.async {
+            self.setHandler(handler)
+            _ = self.newGeneration()
+            begin()
+        }
+    }
+
+    /// The common stop: on the queue (waiting for it), end the generation, run `end` (close what the
+    /// receiver opened), cancel timers, report `stopped` and drop the handler.
+    func stop(_ end: () -> Void) {
+        queue.sync {
+            _ = newGeneration()
+            end()
+            cancelTimers()
+            setState(.stopped)
+            setHandler(nil)
+        }
+    }
+
     func newGeneration() -> Int {
         generation += 1
         return generation

@@ -52,21 +52,11 @@ public final class ReplayReceiver: Receiver, @unchecked Sendable {
     public var status: ReceiverStatus { core.status }
 
     public func start(_ handler: @escaping @Sendable (ReceiverEvent) -> Void) {
-        core.queue.async {
-            self.core.setHandler(handler)
-            _ = self.core.newGeneration()
-            self.open()
-        }
+        core.start(handler) { self.open() }
     }
 
     public func stop() {
-        core.queue.sync {
-            _ = core.newGeneration()
-            closeFile()
-            core.cancelTimers()
-            core.setState(.stopped)
-            core.setHandler(nil)
-        }
+        core.stop { closeFile() }
     }
 
     // MARK: - On core.queue

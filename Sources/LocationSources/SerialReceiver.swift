@@ -50,21 +50,11 @@ public final class SerialReceiver: Receiver, @unchecked Sendable {
     public var status: ReceiverStatus { core.status }
 
     public func start(_ handler: @escaping @Sendable (ReceiverEvent) -> Void) {
-        core.queue.async {
-            self.core.setHandler(handler)
-            _ = self.core.newGeneration()
-            self.connect()
-        }
+        core.start(handler) { self.connect() }
     }
 
     public func stop() {
-        core.queue.sync {
-            _ = core.newGeneration()
-            disconnect()
-            core.cancelTimers()
-            core.setState(.stopped)
-            core.setHandler(nil)
-        }
+        core.stop { disconnect() }
     }
 
     // MARK: - Connection (all on core.queue)
