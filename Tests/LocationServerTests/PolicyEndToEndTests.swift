@@ -210,6 +210,19 @@ struct PolicyEndToEndTests {
         #expect(client.message("TPV", timeout: 5)?["accuracy"]?.string == "full")
     }
 
+    @Test("two reduced clients of different users get identical positions")
+    func reducedSameForEveryone() throws {
+        let daemon = try DaemonProcess(config: Self.config(policy: "access = always\naccuracy = reduced\nreduced-interval = 1s"))
+        let root = try RawClient(daemon.socketPath)
+        root.send(#"{"class":"WATCH"}"#)
+        let mine = try #require(root.message("TPV", timeout: 5))
+        let theirs = try Self.asNobody(daemon.socketPath, lines: [#"{"class":"WATCH"}"#], seconds: 1.5)
+        let line = try #require(theirs.split(separator: "\n").first { $0.contains("\"TPV\"") })
+        let other = try #require(JSONValue.object(String(line)))
+        #expect(other["accuracy"]?.string == "reduced")
+        #expect(other["lat"] == mine["lat"] && other["lon"] == mine["lon"], "\(other) vs \(mine)")
+    }
+
     @Test("SIGKILL during grant writes, 100 times: the store always loads, old or new")
     func crashDuringWrites() throws {
         let daemon = try DaemonProcess(config: Self.config(policy: "access = ask"))
