@@ -51,7 +51,7 @@ extension SocketServer {
             }
             policy.record("revoke", identity: session.identity, request: "REVOKE \(subject)", status: nil, accuracy: nil,
                           reason: "by administrator \(by)")
-            reevaluateAll()
+            reevaluateAll(because: "revoked by administrator \(by)")
             send(session, ServerMessage.object("GRANTS", members: grantsMembers()))
         case let .audit(since):
             var m = JSONMembers()

@@ -332,10 +332,12 @@ public final class SocketServer: @unchecked Sendable {
 
     /// After rules or grants changed: every client whose state changed is told; those who lost
     /// authorization stop streaming at once.
-    func reevaluateAll() {
+    /// - Parameter because: the reason told to clients that lose their authorization (e.g. a revoke).
+    func reevaluateAll(because: String? = nil) {
         let wall = wallClockSeconds()
         for session in sessions.values {
-            let state = policy.state(session.identity, session.policy, now: wall)
+            var state = policy.state(session.identity, session.policy, now: wall)
+            if !state.status.isAuthorized, let because { state.reason = because }
             if !state.status.isAuthorized {
                 if session.subscribed || !session.polls.isEmpty { revokeStreaming(session, state) } else if session.announced != nil { announce(session, state) }
             } else if session.announced != nil {
