@@ -31,8 +31,10 @@ let package = Package(
         .target(name: "LocationPolicy", dependencies: ["LocationCore"]),
         // inih, Debian's libinih-dev: the config file parser.
         .systemLibrary(name: "CInih", providers: [.apt(["libinih-dev"])]),
+        // libsystemd's sd-daemon API: socket activation, readiness, watchdog.
+        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         // The daemon: config, socket server, publisher.
-        .target(name: "LocationServer", dependencies: ["LocationSources", "LocationWire", "LocationPosix", "LocationCore", "LocationPolicy", "CInih", "CPosixShims"]),
+        .target(name: "LocationServer", dependencies: ["LocationSources", "LocationWire", "LocationPosix", "LocationCore", "LocationPolicy", "CInih", "CPosixShims", "CSystemd"]),
         .executableTarget(name: "locationd", dependencies: ["LocationServer"]),
         // The Swift client library for programs that consume location (docs/PROTOCOL.md).
         .target(name: "LocationClient", dependencies: ["LocationWire", "LocationPosix", "LocationCore"]),
@@ -43,5 +45,7 @@ let package = Package(
         .testTarget(name: "LocationServerTests", dependencies: ["LocationServer", "LocationSources", "LocationWire", "LocationPosix", "LocationCore", "NMEA", "LocationPolicy"]),
         .testTarget(name: "LocationPolicyTests", dependencies: ["LocationPolicy", "LocationCore"]),
         .testTarget(name: "LocationSourcesTests", dependencies: ["LocationSources", "LocationPosix", "NMEA", "LocationCore"]),
+        // The systemd units, socket activation, readiness/watchdog, reload and install, on the real binary.
+        .testTarget(name: "SystemdTests", dependencies: ["LocationPosix"]),
     ]
 )

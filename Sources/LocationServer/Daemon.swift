@@ -46,26 +46,50 @@ public enum DaemonError: Error, CustomStringConvertible {
 
 /// Runs the daemon: receivers from the config, the socket server, signal handling.
 public final class Daemon: @unchecked Sendable {
-    public let configuration: DaemonConfiguration
+    /// The configuration in force; a successful reload (SIGHUP) replaces it. Main queue.
+    public private(set) var configuration: DaemonConfiguration
+    /// The file the configuration was read from, read again with its drop-ins on SIGHUP; nil: no reload.
+    public let configurationPath: String?
     let log: Log
     let receivers: ReceiverSet
     let server: SocketServer
+    /// sd_notify: readiness, status, watchdog, reload, stop (Systemd.swift).
+    let systemd: SystemdNotifier
+    /// True when systemd passed the listening socket (socket activation): it stays, never unlinked.
+    let socketActivated: Bool
     private var signalSources: [DispatchSourceSignal] = []
+    /// READY=1 was sent (main queue): a reload before it does not announce readiness early.
+    private var isReady = false
 
-    /// Opens the socket and prepares the receivers (not started yet).
-    /// - Throws: `DaemonError` when the socket or state directory cannot be made.
-    public init(configuration: DaemonConfiguration, log: Log) throws {
+    /// Opens the socket — or takes the one systemd passed (socket activation) — and prepares the
+    /// receivers (not started yet).
+    /// - Parameters:
+    ///   - configuration: the loaded configuration.
+    ///   - configurationPath: its file, read again (with the drop-ins beside it) on SIGHUP; nil disables reload.
+    ///   - log: the daemon's log; a reload changes its level.
+    /// - Throws: `DaemonError` when the socket or state directory cannot be made; `SocketActivationError`
+    ///   when systemd passed descriptors of which none is a listening Unix stream socket.
+    public init(configuration: DaemonConfiguration, configurationPath: String? = nil, log: Log) throws {
         self.configuration = configuration
+        self.configurationPath = configurationPath
         self.log = log
+        systemd = SystemdNotifier(log: log)
         signal(SIGPIPE, SIG_IGN)
         try Self.makeDirectory(configuration.stateDirectory, mode: 0o700)
-        let socketDirectory = String(configuration.socketPath[..<(configuration.socketPath.lastIndex(of: "/") ?? configuration.socketPath.startIndex)])
-        if !socketDirectory.isEmpty { try? Self.makeDirectory(socketDirectory, mode: 0o755) }
         let listener: ListeningSocket
-        do {
-            listener = try ListeningSocket(path: configuration.socketPath, mode: 0o666)
-        } catch {
-            throw DaemonError.socket(path: configuration.socketPath, errno: error)
+        // systemd: socket activation (LISTEN_FDS) gives the socket; otherwise bind it here.
+        if let inherited = try SocketActivation.inheritedListener(configuredPath: configuration.socketPath, log: log) {
+            listener = inherited
+            socketActivated = true
+        } else {
+            let socketDirectory = String(configuration.socketPath[..<(configuration.socketPath.lastIndex(of: "/") ?? configuration.socketPath.startIndex)])
+            if !socketDirectory.isEmpty { try? Self.makeDirectory(socketDirectory, mode: 0o755) }
+            do {
+                listener = try ListeningSocket(path: configuration.socketPath, mode: 0o666)
+            } catch {
+                throw DaemonError.socket(path: configuration.socketPath, errno: error)
+            }
+            socketActivated = false
         }
         receivers = ReceiverSet(configuration.receivers.map(makeReceiver))
         var limits = ServerLimits()
@@ -106,20 +130,127 @@ public final class Daemon: @unchecked Sendable {
                 }
             }
         }
-        log.notice("locationd \(locationdRelease) started", ["socket": configuration.socketPath, "receivers": String(configuration.receivers.count)])
+        log.notice("locationd \(locationdRelease) started", ["socket": server.listener.path ?? configuration.socketPath,
+                                                             "receivers": String(configuration.receivers.count),
+                                                             "socket.activated": socketActivated ? "yes" : "no"])
         for sig in [SIGTERM, SIGINT] {
             signal(sig, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .main)
             source.setEventHandler { [self] in
                 log.notice("stopping", ["signal": sig == SIGTERM ? "TERM" : "INT"])
+                systemd.stopping()
+                // Exit 0 within 2 s whatever a receiver does while it closes.
+                DispatchQueue.global().asyncAfter(deadline: .now() + 1.5) {
+                    log.warning("stopping took more than 1.5 s; exiting now")
+                    _exit(0)
+                }
                 receivers.stop()
                 server.stop(reason: "locationd is stopping")
-                server.listener.close()
+                server.listener.close(unlinking: !socketActivated)
                 exit(0)
             }
             source.resume()
             signalSources.append(source)
         }
+        // SIGHUP: reload the configuration (reload() below).
+        signal(SIGHUP, SIG_IGN)
+        let hangup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .main)
+        hangup.setEventHandler { [self] in reload() }
+        hangup.resume()
+        signalSources.append(hangup)
+        // systemd: READY=1 once the receivers are opened (the socket listens already); status, watchdog.
+        announceReadiness(deadline: .now() + 5)
         dispatchMain()
+    }
+
+    /// Sends READY=1 and starts the status and watchdog updates, on the main queue, once every receiver
+    /// has opened its source or said why it cannot (left `starting`), or at `deadline` (an autobauding
+    /// serial port may take longer; it goes on in the background). Signals are handled meanwhile.
+    func announceReadiness(deadline: DispatchTime) {
+        if systemd.isEnabled && DispatchTime.now() < deadline && receivers.statuses.contains(where: { $0.state == .starting }) {
+            DispatchQueue.main.asyncAfter(deadline: .now() + .milliseconds(10)) { self.announceReadiness(deadline: deadline) }
+            return
+        }
+        isReady = true
+        systemd.ready(status: currentStatus())
+        systemd.startPeriodicUpdates { [receivers, server] in
+            SystemdNotifier.statusText(fix: receivers.latestFix, receivers: receivers.receivers.count, clients: server.clientCount)
+        }
+    }
+
+    /// The systemd status line now.
+    func currentStatus() -> String {
+        SystemdNotifier.statusText(fix: receivers.latestFix, receivers: receivers.receivers.count, clients: server.clientCount)
+    }
+
+    /// The drop-in directory of a configuration file: `conf.d` beside it.
+    /// - Parameter path: the main configuration file, e.g. `/etc/locationd/locationd.conf`.
+    /// - Returns: e.g. `/etc/locationd/conf.d`.
+    public static func dropInDirectory(forConfiguration path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "conf.d" }
+        return String(path[..<slash]) + "/conf.d"
+    }
+}
+
+// MARK: - Reload (SIGHUP)
+
+extension Daemon {
+    /// Reads the configuration file and its drop-ins again and applies what changed, on the main queue.
+    ///
+    /// An invalid file is rejected with a logged error naming file, line and key, and the running
+    /// configuration stays. Otherwise: the log level applies at once; receivers whose settings changed
+    /// are stopped and reopened, new ones started, removed ones stopped, the others left untouched;
+    /// the policy (rules, defaults) is handed to the server; grants are kept. `socket`,
+    /// `state-directory`, `max-clients` and `client-timeout` keep their values until the next restart.
+    /// systemd is told `RELOADING=1` before and `READY=1` after.
+    func reload() {
+        if isReady { systemd.reloading() }
+        defer { if isReady { systemd.ready(status: currentStatus()) } }
+        guard let path = configurationPath else {
+            log.warning("SIGHUP ignored: the daemon was not started from a configuration file")
+            return
+        }
+        log.notice("reloading the configuration", ["config.file": path])
+        var new: DaemonConfiguration
+        do {
+            new = try DaemonConfiguration.load(path: path, dropInDirectory: Self.dropInDirectory(forConfiguration: path))
+        } catch {
+            log.error("configuration not reloaded, the running one stays: \(error)",
+                      ["config.file": error.file, "config.line": error.line.map(String.init) ?? "-", "config.key": error.key ?? "-"])
+            return
+        }
+        let old = configuration
+
+        // Settings that only a restart changes: keep the running values.
+        var needRestart: [String] = []
+        if new.socketPath != old.socketPath { needRestart.append("socket"); new.socketPath = old.socketPath }
+        if new.stateDirectory != old.stateDirectory { needRestart.append("state-directory"); new.stateDirectory = old.stateDirectory }
+        if new.maxClients != old.maxClients { needRestart.append("max-clients"); new.maxClients = old.maxClients }
+        if new.clientTimeout != old.clientTimeout { needRestart.append("client-timeout"); new.clientTimeout = old.clientTimeout }
+        if !needRestart.isEmpty {
+            log.warning("changed settings apply at the next restart", ["config.keys": needRestart.joined(separator: ",")])
+        }
+
+        // Log level.
+        log.level.withLock { $0 = new.logLevel }
+
+        // Receivers: reuse the running object where the settings are unchanged, make new ones otherwise.
+        let oldSettings = Dictionary(old.receivers.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        let running = Dictionary(receivers.receivers.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        let list = new.receivers.map { settings -> any Receiver in
+            if oldSettings[settings.name] == settings, let receiver = running[settings.name] { return receiver }
+            return makeReceiver(settings)
+        }
+        let change = receivers.replaceReceivers(list)
+
+        // Policy: new rules and defaults apply to connected clients; grants are kept.
+        server.applyPolicyRules(new.rules)
+
+        configuration = new
+        log.notice("configuration reloaded", ["config.file": path, "log-level": new.logLevel.name,
+                                              "receivers.reopened": change.replaced.joined(separator: ","),
+                                              "receivers.added": change.added.joined(separator: ","),
+                                              "receivers.removed": change.removed.joined(separator: ","),
+                                              "receivers.unchanged": change.kept.joined(separator: ",")])
     }
 }

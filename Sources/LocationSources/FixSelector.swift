@@ -81,6 +81,24 @@ public struct FixSelector: Sendable {
     /// Time passed: a selected receiver may have gone stale.
     public mutating func tick(now: Double) -> Action { reselect(now: now) }
 
+    /// The receivers changed (a configuration reload): from now on choose among `receivers`, in this
+    /// order (it breaks priority ties). A receiver that stays and is not in `reset` keeps its state
+    /// (connection, latest fix, cycle) and takes its new priority; one in `reset` (replaced by a new
+    /// receiver of the same name) or new starts disconnected; the others are forgotten.
+    /// - Returns: what to publish when the choice changed (the new choice's fix, or one no-fix).
+    public mutating func replaceReceivers(_ receivers: [(name: String, priority: Int)], reset: Set<String>, now: Double) -> Action {
+        var updated: [String: Entry] = [:]
+        for (i, r) in receivers.enumerated() {
+            var entry = reset.contains(r.name) ? nil : entries[r.name]
+            entry = entry ?? Entry(name: r.name, priority: r.priority, order: i)
+            entry!.priority = r.priority
+            entry!.order = i
+            updated[r.name] = entry
+        }
+        entries = updated
+        return reselect(now: now)
+    }
+
     private func qualifies(_ e: Entry, now: Double) -> Bool {
         guard e.connected, e.lastValid != nil, let at = e.lastValidAt else { return false }
         return now - at <= freshness(e)

@@ -44,7 +44,7 @@ while let argument = arguments.popFirst() {
     }
 }
 
-let dropIns = String(configPath[..<(configPath.lastIndex(of: "/") ?? configPath.startIndex)]) + "/conf.d"
+let dropIns = Daemon.dropInDirectory(forConfiguration: configPath)
 let configuration: DaemonConfiguration
 do {
     configuration = try DaemonConfiguration.load(path: configPath, dropInDirectory: dropIns)
@@ -59,7 +59,7 @@ if checkOnly {
 
 let log = Log(level: configuration.logLevel)
 do {
-    let daemon = try Daemon(configuration: configuration, log: log)
+    let daemon = try Daemon(configuration: configuration, configurationPath: configPath, log: log)
     daemon.run()
 } catch {
     fail("\(error)", 71)  // EX_OSERR

@@ -1,0 +1,86 @@
+# Build and install locationd the way distributions package daemons.
+#
+#   make                                  build release binaries (swift build -c release)
+#   sudo make install                     install under /usr/local (config in /etc/locationd)
+#   make install PREFIX=/usr DESTDIR=/tmp/stage   stage a package tree
+#   sudo make uninstall                   remove what install put there (not the configuration)
+#
+# Installs: locationd and locationctl; the systemd units, sysusers.d and tmpfiles.d entries and the
+# udev rule; /etc/locationd/locationd.conf (kept when it exists) and conf.d/; the demo capture; the man
+# pages locationd(8), locationctl(1), locationd.conf(5). The units' ExecStart= names $(BINDIR).
+# `make -o build install BUILD_BIN=DIR` installs binaries built elsewhere without building.
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+SYSCONFDIR ?= /etc
+BINDIR ?= $(PREFIX)/bin
+LIBDIR ?= $(PREFIX)/lib
+DATADIR ?= $(PREFIX)/share
+MANDIR ?= $(DATADIR)/man
+UNITDIR ?= $(LIBDIR)/systemd/system
+SYSUSERSDIR ?= $(LIBDIR)/sysusers.d
+TMPFILESDIR ?= $(LIBDIR)/tmpfiles.d
+UDEVRULESDIR ?= $(LIBDIR)/udev/rules.d
+
+SWIFT ?= swift
+SWIFTFLAGS ?=
+# Where the release binaries are (evaluated only when not given).
+BUILD_BIN ?= $(shell $(SWIFT) build -c release $(SWIFTFLAGS) --show-bin-path)
+
+INSTALL ?= install
+INSTALL_PROGRAM ?= $(INSTALL) -m 0755
+INSTALL_DATA ?= $(INSTALL) -m 0644
+
+.PHONY: all build install uninstall
+
+all: build
+
+build:
+	$(SWIFT) build -c release $(SWIFTFLAGS)
+
+install: build
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR) \
+		$(DESTDIR)$(UDEVRULESDIR) $(DESTDIR)$(DATADIR)/locationd $(DESTDIR)$(MANDIR)/man1 \
+		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSCONFDIR)/locationd/conf.d
+	$(INSTALL_PROGRAM) $(BUILD_BIN)/locationd $(DESTDIR)$(BINDIR)/locationd
+	$(INSTALL_PROGRAM) $(BUILD_BIN)/locationctl $(DESTDIR)$(BINDIR)/locationctl
+	sed -e 's|/usr/bin/locationd|$(BINDIR)/locationd|g' -e 's|/etc/locationd/|$(SYSCONFDIR)/locationd/|g' \
+		systemd/locationd.service > $(DESTDIR)$(UNITDIR)/locationd.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/locationd.service
+	$(INSTALL_DATA) systemd/locationd.socket $(DESTDIR)$(UNITDIR)/locationd.socket
+	$(INSTALL_DATA) systemd/sysusers.d/locationd.conf $(DESTDIR)$(SYSUSERSDIR)/locationd.conf
+	sed -e 's|/etc/locationd/|$(SYSCONFDIR)/locationd/|g' \
+		systemd/tmpfiles.d/locationd.conf > $(DESTDIR)$(TMPFILESDIR)/locationd.conf
+	chmod 0644 $(DESTDIR)$(TMPFILESDIR)/locationd.conf
+	$(INSTALL_DATA) systemd/udev/60-locationd.rules $(DESTDIR)$(UDEVRULESDIR)/60-locationd.rules
+	@if [ -e $(DESTDIR)$(SYSCONFDIR)/locationd/locationd.conf ]; then \
+		echo "keeping $(DESTDIR)$(SYSCONFDIR)/locationd/locationd.conf (the shipped one is Config/locationd.conf)"; \
+	else \
+		echo "$(INSTALL_DATA) Config/locationd.conf $(DESTDIR)$(SYSCONFDIR)/locationd/locationd.conf"; \
+		$(INSTALL_DATA) Config/locationd.conf $(DESTDIR)$(SYSCONFDIR)/locationd/locationd.conf; \
+	fi
+	$(INSTALL_DATA) Demo/haicom-305N.log $(DESTDIR)$(DATADIR)/locationd/demo.nmea
+	$(INSTALL_DATA) Demo/COPYING-gpsd $(DESTDIR)$(DATADIR)/locationd/COPYING-gpsd
+	$(INSTALL_DATA) man/locationctl.1 $(DESTDIR)$(MANDIR)/man1/locationctl.1
+	$(INSTALL_DATA) man/locationd.conf.5 $(DESTDIR)$(MANDIR)/man5/locationd.conf.5
+	$(INSTALL_DATA) man/locationd.8 $(DESTDIR)$(MANDIR)/man8/locationd.8
+	@if [ -z "$(DESTDIR)" ]; then \
+		echo; \
+		echo "Now make the user and directories, and load the units and udev rule:"; \
+		echo "  systemd-sysusers $(SYSUSERSDIR)/locationd.conf"; \
+		echo "  systemd-tmpfiles --create $(TMPFILESDIR)/locationd.conf"; \
+		echo "  systemctl daemon-reload && udevadm control --reload"; \
+		echo "then configure a receiver in $(SYSCONFDIR)/locationd/locationd.conf and run"; \
+		echo "  systemctl enable --now locationd.socket"; \
+	fi
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/locationd $(DESTDIR)$(BINDIR)/locationctl \
+		$(DESTDIR)$(UNITDIR)/locationd.service $(DESTDIR)$(UNITDIR)/locationd.socket \
+		$(DESTDIR)$(SYSUSERSDIR)/locationd.conf $(DESTDIR)$(TMPFILESDIR)/locationd.conf \
+		$(DESTDIR)$(UDEVRULESDIR)/60-locationd.rules \
+		$(DESTDIR)$(DATADIR)/locationd/demo.nmea $(DESTDIR)$(DATADIR)/locationd/COPYING-gpsd \
+		$(DESTDIR)$(MANDIR)/man1/locationctl.1 $(DESTDIR)$(MANDIR)/man5/locationd.conf.5 \
+		$(DESTDIR)$(MANDIR)/man8/locationd.8
+	-rmdir $(DESTDIR)$(DATADIR)/locationd
+	@echo "kept $(DESTDIR)$(SYSCONFDIR)/locationd and /var/lib/locationd"
