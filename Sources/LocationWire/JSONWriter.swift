@@ -1,4 +1,10 @@
 private let decimalScales: [Double] = [1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9]
+/// The same powers of ten as integers.
+private let decimalDivisors: [UInt] = [1, 10, 100, 1000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000,
+                                       1_000_000_000]
+/// For N decimals, the smallest scaled magnitude whose value is at least 1e-4 (below it, `description`
+/// switches to exponent notation): 10^(N−4), or 1.
+private let decimalFloors: [UInt] = [1, 1, 1, 1, 1, 10, 100, 1000, 10_000, 100_000]
 
 /// A small, fast writer of one JSON object at a time into a byte buffer (no Foundation).
 ///
@@ -58,17 +64,20 @@ public struct JSONObjectWriter {
     /// Clears the buffer, keeping its capacity.
     public mutating func reset() { buffer.count = 0 }
 
+    /// Writes `,"name":` (no comma before the first member). Names are short: a byte loop beats `memcpy`.
+    @inline(__always)
     mutating func key(_ name: StaticString) {
-        if !first { buffer.append(UInt8(ascii: ",")) }
-        first = false
         let n = name.utf8CodeUnitCount
-        buffer.ensure(n + 3)
-        let p = buffer.base + buffer.count
+        buffer.ensure(n + 4)
+        var p = buffer.base + buffer.count
+        if !first { p[0] = UInt8(ascii: ","); p += 1 }
         p[0] = UInt8(ascii: "\"")
-        (p + 1).update(from: name.utf8Start, count: n)
+        let text = name.utf8Start
+        for i in 0..<n { p[1 + i] = text[i] }
         p[n + 1] = UInt8(ascii: "\"")
         p[n + 2] = UInt8(ascii: ":")
-        buffer.count += n + 3
+        buffer.count = p + n + 3 - buffer.base
+        first = false
     }
 
     public mutating func field(_ name: StaticString, _ value: Int) {
@@ -90,10 +99,8 @@ public struct JSONObjectWriter {
     /// `400.90000000000003`. gpsd prints lat/lon to 9 places, metres to 3–4.
     public mutating func field(_ name: StaticString, _ value: Double?, decimals: Int) {
         guard let value, value.isFinite else { return }
-        let scale = decimalScales[decimals]
-        let scaled = (value * scale).rounded()
         key(name)
-        appendDouble(abs(scaled) < 9e15 ? scaled / scale : value)
+        appendDouble(value, decimals: decimals)
     }
 
     public mutating func field(_ name: StaticString, _ value: Bool) {
@@ -159,20 +166,43 @@ public struct JSONObjectWriter {
             buffer.append(UInt8(48 + value))
             return
         }
-        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        var n = value
-        var count = 0
-        withUnsafeMutableBytes(of: &digits) { d in
-            while n > 0 {
-                d[count] = UInt8(48 + n % 10)
-                n /= 10
-                count += 1
-            }
-            buffer.ensure(count)
-            for i in stride(from: count - 1, through: 0, by: -1) { buffer.base[buffer.count] = d[i]; buffer.count += 1 }
+        let digits = Self.decimalDigitCount(value)
+        buffer.ensure(digits)
+        writeDigits(value, count: digits, at: buffer.base + buffer.count)
+        buffer.count += digits
+    }
+
+    /// "00" to "99": two digits per division (the classic table of fast integer printers, e.g. fmt's).
+    private static var digitPairs: StaticString {
+        "00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899"
+    }
+
+    /// Number of decimal digits of `value` (1 for 0).
+    @inline(__always)
+    static func decimalDigitCount(_ value: UInt) -> Int {
+        var digits = 1
+        var v = value
+        while v >= 10_000 { v /= 10_000; digits += 4 }
+        if v >= 1000 { return digits + 3 }
+        if v >= 100 { return digits + 2 }
+        if v >= 10 { return digits + 1 }
+        return digits
+    }
+
+    /// Writes the `count` last decimal digits of `value` (zero-padded) at `p`.
+    @inline(__always)
+    func writeDigits(_ value: UInt, count: Int, at p: UnsafeMutablePointer<UInt8>) {
+        let pairs = Self.digitPairs.utf8Start
+        var v = value
+        var i = count
+        while i >= 2 {
+            let pair = Int(v % 100) * 2
+            v /= 100
+            i -= 2
+            p[i] = pairs[pair]
+            p[i + 1] = pairs[pair + 1]
         }
+        if i == 1 { p[0] = UInt8(truncatingIfNeeded: 48 + v % 10) }
     }
 
     mutating func appendDouble(_ value: Double) {
@@ -183,6 +213,60 @@ public struct JSONObjectWriter {
         }
         var d = value.description
         d.withUTF8 { buffer.append($0.baseAddress!, $0.count) }
+    }
+
+    /// Writes `value` rounded to `decimals` places (at most 9, half away from zero) in its shortest form.
+    ///
+    /// The result is the text `appendDouble(rounded / 10^decimals)` would give, where `rounded` is
+    /// `(value × 10^decimals).rounded()`, computed with integers: when `rounded` has at most 15 digits, the
+    /// decimal number it stands for has at most 15 significant digits, so it is the shortest text that reads
+    /// back as the nearest Double, which is the one `description` prints (IEEE 754 binary64 keeps 15 decimal
+    /// digits exactly). Very small magnitudes (under 1e-4, printed with an exponent) and very large ones take
+    /// the Double path.
+    mutating func appendDouble(_ value: Double, decimals: Int) {
+        // Whole numbers (most satellite elevations, azimuths and SNRs) print as integers: below 1e6,
+        // value × 10^decimals is exact, so rounding leaves it whole.
+        if abs(value) < 1e6 {
+            let whole = Int(value)
+            if Double(whole) == value {
+                appendInteger(whole)
+                return
+            }
+        }
+        let scale = decimalScales[decimals]
+        let product = value * scale
+        if abs(product) < 1e15 {
+            // (product).rounded(): truncate, then step away from zero when the dropped part is ≥ 0.5
+            // (exact: the difference of a Double below 2^53 and its integer part is a Double).
+            var rounded = Int(product)
+            let rest = product - Double(rounded)
+            if rest >= 0.5 { rounded += 1 } else if rest <= -0.5 { rounded -= 1 }
+            let magnitude = rounded.magnitude
+            if magnitude < 1_000_000_000_000_000 && (magnitude == 0 || magnitude >= decimalFloors[decimals]) {
+                appendFixed(negative: rounded < 0, magnitude: magnitude, decimals: decimals)
+                return
+            }
+        }
+        let scaled = product.rounded()
+        appendDouble(abs(scaled) < 9e15 ? scaled / scale : value)
+    }
+
+    /// Writes `magnitude / 10^decimals` with its sign, without trailing zeros in the fraction.
+    @inline(__always)
+    private mutating func appendFixed(negative: Bool, magnitude: UInt, decimals: Int) {
+        let divisor = decimalDivisors[decimals]
+        let whole = magnitude / divisor
+        var fraction = magnitude % divisor
+        if negative && magnitude != 0 { buffer.append(UInt8(ascii: "-")) }
+        appendUnsigned(whole)
+        guard fraction != 0 else { return }
+        var digits = decimals
+        while fraction % 10 == 0 { fraction /= 10; digits -= 1 }
+        buffer.ensure(digits + 1)
+        let p = buffer.base + buffer.count
+        p[0] = UInt8(ascii: ".")
+        writeDigits(fraction, count: digits, at: p + 1)
+        buffer.count += digits + 1
     }
 
     mutating func appendString(_ value: String) {

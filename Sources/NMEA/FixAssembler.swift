@@ -9,6 +9,10 @@ import LocationCore
 /// cycle. (The learned end-of-cycle sentence is dropped again if a later sentence of the same epoch shows
 /// it was wrong; that epoch is then delivered again, complete.) `finish()` delivers the last epoch.
 ///
+/// Each sentence is folded into the epoch as it arrives (`EpochFold`); GSV and GSA go to a small per-epoch
+/// log replayed into the sky view at delivery, so nothing is walked twice. The last delivered epoch's fold
+/// and log are kept for the reopen case.
+///
 /// A date learned from RMC or ZDA carries over to epochs that have none (e.g. GGA-only), rolling over at
 /// midnight. Invalid fixes (RMC/GLL status `V`, GGA quality 0, mode indicator `N`) are delivered as
 /// `FixMode.noFix` without position.
@@ -21,12 +25,20 @@ public struct FixAssembler: Sendable {
         var type: UInt32
     }
 
-    private var pending: [DecodedSentence] = []
+    /// The epoch being assembled: its sentences folded in, its sky-view changes logged, its size and time.
+    private var pending = EpochFold()
+    private var pendingSky: [SkyEvent] = []
+    private var pendingCount = 0
     private var pendingTime: Int?
-    /// The epoch last delivered by the end-of-cycle rule, kept until the next timed sentence shows it
-    /// was really over.
-    private var closed: [DecodedSentence] = []
+    /// The epoch last delivered, kept (as it was before delivery) until the next timed sentence shows it
+    /// was really over: the end-of-cycle rule may have closed it too early.
+    private var closed = EpochFold()
+    private var closedSky: [SkyEvent] = []
+    private var closedCount = 0
     private var closedTime: Int?
+    /// Sentences (GSV aside) that arrived after an end-of-cycle delivery and before the next timed
+    /// sentence: if that sentence reopens the closed epoch, they are folded into it again, in order.
+    private var sinceClosed: [Sentence] = []
 
     private var lastKind: Kind?
     private var lastCycleEnd: Kind?
@@ -41,8 +53,8 @@ public struct FixAssembler: Sendable {
     private var sky = SkyView()
 
     public init() {
-        pending.reserveCapacity(32)
-        closed.reserveCapacity(32)
+        pendingSky.reserveCapacity(32)
+        closedSky.reserveCapacity(32)
     }
 
     /// Adds one sentence; calls `emit` for each epoch this sentence completes (zero, one or, after a
@@ -59,23 +71,38 @@ public struct FixAssembler: Sendable {
                     closedTime = nil
                 }
             } else if closedTime == time {
-                // The end-of-cycle guess was wrong: the delivered epoch goes on. Reopen it.
+                // The end-of-cycle guess was wrong: the delivered epoch goes on. Reopen it: its state as it
+                // was, then what came since, sky-view changes included, in arrival order.
                 cycleEnd = nil
                 lastCycleEnd = nil
                 previous = previousBeforeClosed
-                closed.append(contentsOf: pending)
-                swap(&closed, &pending)
-                closed.removeAll(keepingCapacity: true)
+                pending = closed
+                for s in sinceClosed { pending.add(s) }
+                closedSky.append(contentsOf: pendingSky)
+                swap(&closedSky, &pendingSky)
+                closedSky.removeAll(keepingCapacity: true)
+                pendingCount += closedCount
                 closedTime = nil
                 pendingTime = time
             } else {
                 pendingTime = time
                 closedTime = nil
             }
+            sinceClosed.removeAll(keepingCapacity: true)
         }
-        pending.append(sentence)
+        switch sentence.sentence {
+        case .gsv(let page):
+            pendingSky.append(.page(page, talker: sentence.talker))
+        case .gsa(let gsa):
+            pendingSky.append(.used(gsa, talker: sentence.talker))
+            fallthrough
+        default:
+            pending.add(sentence.sentence)
+            if pendingTime == nil && closedTime != nil { sinceClosed.append(sentence.sentence) }
+        }
+        pendingCount += 1
         lastKind = kind
-        if kind == cycleEnd || pending.count >= Self.maximumSentencesPerEpoch {
+        if kind == cycleEnd || pendingCount >= Self.maximumSentencesPerEpoch {
             let time = pendingTime
             try deliver(emit)
             closedTime = time
@@ -84,7 +111,7 @@ public struct FixAssembler: Sendable {
 
     /// Delivers the epoch still being assembled, if any (end of input).
     public mutating func finish(emit: (Fix) throws -> Void) rethrows {
-        if !pending.isEmpty { try deliver(emit) }
+        if pendingCount > 0 { try deliver(emit) }
         closedTime = nil
     }
 
@@ -121,99 +148,42 @@ public struct FixAssembler: Sendable {
 
     private mutating func deliver(_ emit: (Fix) throws -> Void) rethrows {
         previousBeforeClosed = previous
-        let fix = assemble()
-        swap(&pending, &closed)
-        pending.removeAll(keepingCapacity: true)
-        pendingTime = nil
-        if let fix { try emit(fix) }
-    }
-
-    /// Folds `closed`-to-be (the pending sentences) into a fix. Later sentences override earlier ones.
-    private mutating func assemble() -> Fix? {
-        var fix = Fix()
-        var valid: Bool? = nil
-        var latitude: Double?, longitude: Double?
-        var ggaQuality: FixQuality?, indicatorQuality: FixQuality?
-        var epochDate: CivilDate?
-        var knots: Double?, kmh: Double?
-        var fixType: Int?
-        var dop = DilutionOfPrecision()
-        var sawGSA = false
-        var gst: GST?
-        var garmin: GarminErrorEstimate?
-        var garminAltitude: Double?
-        var garminDimension: Int?
-        var usedCount: Int?
-        var sawAltitudeSource = false
-
-        for decoded in pending {
-            switch decoded.sentence {
-            case .gga(let s):
-                let ok = (s.qualityIndicator ?? 0) != 0
-                valid = ok
-                if ok, let la = s.latitude, let lo = s.longitude { latitude = la; longitude = lo }
-                if ok { ggaQuality = Self.quality(ggaIndicator: s.qualityIndicator) }
-                sawAltitudeSource = true
-                if let a = s.altitudeMSL { fix.altitudeMSL = a }
-                if let g = s.geoidSeparation { fix.geoidSeparation = g }
-                if let n = s.satellitesUsed { usedCount = n }
-                if let h = s.hdop, h > 0 { dop.horizontal = h }
-            case .gns(let s):
-                let mode = s.mode
-                let ok = mode.map { $0.isValid } ?? (s.latitude != nil)
-                valid = ok
-                if ok, let la = s.latitude, let lo = s.longitude { latitude = la; longitude = lo }
-                if ok, let q = mode?.quality { indicatorQuality = q }
-                sawAltitudeSource = true
-                if let a = s.altitudeMSL { fix.altitudeMSL = a }
-                if let g = s.geoidSeparation { fix.geoidSeparation = g }
-                if let n = s.satellitesUsed { usedCount = n }
-                if let h = s.hdop, h > 0 { dop.horizontal = h }
-            case .rmc(let s):
-                valid = s.isValid
-                if s.isValid, let la = s.latitude, let lo = s.longitude { latitude = la; longitude = lo }
-                if s.isValid, let q = s.mode?.quality { indicatorQuality = q }
-                if let d = s.date { epochDate = d }
-                if let v = s.speedKnots { knots = v }
-                if let t = s.track { fix.track = t }
-                if let m = s.magneticVariation { fix.magneticVariation = m }
-            case .gll(let s):
-                valid = s.isValid
-                if s.isValid, let la = s.latitude, let lo = s.longitude { latitude = la; longitude = lo }
-                if s.isValid, let q = s.mode?.quality { indicatorQuality = q }
-            case .vtg(let s):
-                if s.mode != .notValid {
-                    if let t = s.trackTrue { fix.track = t }
-                    if let v = s.speedKnots { knots = v; kmh = nil } else if let v = s.speedKilometersPerHour { kmh = v }
-                }
-            case .gsa(let s):
-                sawGSA = true
-                if let t = s.fixType { fixType = max(fixType ?? 0, t) }
-                if let v = s.pdop, v > 0 { dop.position = v }
-                if let v = s.hdop, v > 0 { dop.horizontal = v }
-                if let v = s.vdop, v > 0 { dop.vertical = v }
-                sky.noteUsed(s, talker: decoded.talker)
-            case .gsv(let s):
-                sky.add(s, talker: decoded.talker)
-            case .gst(let s):
-                gst = s
-            case .zda(let s):
-                if let d = s.date, epochDate == nil { epochDate = d }
-            case .hdt(let h):
-                if let d = h.degrees { fix.heading = d }
-            case .ths(let h):
-                if let d = h.degrees, h.mode != UInt8(ascii: "V") { fix.heading = d }
-            case .garminErrorEstimate(let e):
-                garmin = e
-            case .garminAltitude(let a):
-                garminAltitude = a.altitudeMSL
-                sawAltitudeSource = true
-                garminDimension = a.fixDimension
-            case .ignored:
-                break
+        for event in pendingSky {
+            switch event {
+            case .page(let page, let talker): sky.add(page, talker: talker)
+            case .used(let gsa, let talker): sky.noteUsed(gsa, talker: talker)
             }
         }
         sky.endEpoch()
+        let fix = assemble(pending)
+        closed = pending
+        closedCount = pendingCount
+        swap(&pendingSky, &closedSky)
+        pendingSky.removeAll(keepingCapacity: true)
+        pending = EpochFold()
+        pendingCount = 0
+        pendingTime = nil
+        sinceClosed.removeAll(keepingCapacity: true)
+        try emit(fix)
+    }
+
+    /// Turns the folded epoch into a fix (the sky view has already taken the epoch's GSV and GSA).
+    private mutating func assemble(_ epoch: EpochFold) -> Fix {
+        var fix = epoch.fix
+        let valid = epoch.valid
+        let latitude = epoch.latitude, longitude = epoch.longitude
+        let ggaQuality = epoch.ggaQuality, indicatorQuality = epoch.indicatorQuality
+        let epochDate = epoch.date
+        let knots = epoch.knots, kmh = epoch.kilometersPerHour
+        let fixType = epoch.fixType
+        var dop = epoch.dop
+        let sawGSA = epoch.sawGSA
+        let gst = epoch.gst
+        let garmin = epoch.garmin
+        let garminAltitude = epoch.garminAltitude
+        let garminDimension = epoch.garminDimension
+        let usedCount = epoch.usedCount
+        let sawAltitudeSource = epoch.sawAltitudeSource
 
         // Time and date.
         if let t = pendingTime {
@@ -309,19 +279,5 @@ public struct FixAssembler: Sendable {
             previous = fix
         }
         return fix
-    }
-
-    private static func quality(ggaIndicator q: Int?) -> FixQuality? {
-        switch q {
-        case 1?: return .gps
-        case 2?: return .dgps
-        case 3?: return .pps
-        case 4?: return .rtkFixed
-        case 5?: return .rtkFloat
-        case 6?: return .deadReckoning
-        case 7?: return .manual
-        case 8?: return .simulated
-        default: return nil
-        }
     }
 }

@@ -61,29 +61,72 @@ public struct SentenceFramer: Sendable {
         rethrows where Bytes.Element == UInt8
     {
         let handled: Void?? = try bytes.withContiguousStorageIfAvailable { chunk in
-            let n = chunk.count
-            var i = 0
-            while i < n {
-                let byte = chunk[i]
-                if inSentence && !overlong && byte >= 0x20 && byte <= 0x7E && byte != 36 && byte != 33 {
-                    var j = i + 1
-                    while j < n {
-                        let b = chunk[j]
-                        if b < 0x20 || b > 0x7E || b == 36 || b == 33 { break }
-                        j += 1
-                    }
-                    if j - i <= maximumSentenceLength - buffer.count {
-                        buffer.append(contentsOf: UnsafeBufferPointer(rebasing: chunk[i..<j]))
-                        i = j
+            if let base = chunk.baseAddress { try feed(base, count: chunk.count, body) }
+        }
+        if handled == nil {
+            for byte in bytes { try consume(byte, body) }
+        }
+    }
+
+    /// The contiguous path: a sentence that lies wholly inside the chunk is checked and delivered in place,
+    /// its checksum computed while it is scanned; only a sentence cut by the chunk's end goes to `buffer`.
+    private mutating func feed(_ base: UnsafePointer<UInt8>, count n: Int,
+                               _ body: (UnsafeBufferPointer<UInt8>) throws -> Void) rethrows
+    {
+        var i = 0
+        while i < n {
+            let byte = base[i]
+            if inSentence {
+                // The rest of a sentence begun in an earlier chunk: append its run, then handle what ends it.
+                if !overlong && ByteScanning.continuesSentence(byte) {
+                    let end = ByteScanning.sentenceRun(base, from: i, count: n).end
+                    if end - i <= maximumSentenceLength - buffer.count {
+                        buffer.append(contentsOf: UnsafeBufferPointer(start: base + i, count: end - i))
+                        i = end
                         continue
                     }
                 }
                 try consume(byte, body)
                 i += 1
+                continue
             }
-        }
-        if handled == nil {
-            for byte in bytes { try consume(byte, body) }
+            switch byte {
+            case UInt8(ascii: "$"), UInt8(ascii: "!"):
+                let (end, sum) = ByteScanning.sentenceRun(base, from: i + 1, count: n)
+                let length = end - i
+                if end == n {
+                    // Cut by the end of the chunk: keep it for the next one.
+                    inSentence = true
+                    buffer.removeAll(keepingCapacity: true)
+                    if length <= maximumSentenceLength {
+                        buffer.append(contentsOf: UnsafeBufferPointer(start: base + i, count: length))
+                    } else {
+                        overlong = true
+                    }
+                    return
+                }
+                let next = base[end]
+                let endsLine = next == 13 || next == 10
+                if length > maximumSentenceLength {
+                    statistics.overlongSentences += 1
+                } else if endsLine {
+                    try complete(UnsafeBufferPointer(start: base + i, count: length), checksum: sum, body)
+                } else {
+                    // Cut off by another start character or by a control or binary byte.
+                    statistics.truncatedSentences += 1
+                }
+                if next == UInt8(ascii: "$") || next == UInt8(ascii: "!") {
+                    i = end
+                } else {
+                    if !endsLine { statistics.discardedBytes += 1 }
+                    i = end + 1
+                }
+            case 13, 10:
+                i += 1
+            default:
+                statistics.discardedBytes += 1
+                i += 1
+            }
         }
     }
 
@@ -145,30 +188,42 @@ public struct SentenceFramer: Sendable {
     }
 
     private mutating func complete(_ body: (UnsafeBufferPointer<UInt8>) throws -> Void) rethrows {
-        let count = buffer.count
         try buffer.withUnsafeBufferPointer { sentence in
-            // Find the checksum delimiter: it must be followed by exactly two hex digits.
-            if count >= 4, sentence[count - 3] == UInt8(ascii: "*") {
-                guard let high = hexValue(sentence[count - 2]), let low = hexValue(sentence[count - 1]) else {
-                    statistics.checksumMismatches += 1
-                    return
-                }
-                var sum: UInt8 = 0
-                for i in 1..<(count - 3) { sum ^= sentence[i] }
-                guard sum == high << 4 | low else {
-                    statistics.checksumMismatches += 1
-                    return
-                }
-                statistics.sentences += 1
-                try body(UnsafeBufferPointer(rebasing: sentence[0..<(count - 3)]))
-            } else if !requiresChecksum, count >= 2, !sentence.contains(UInt8(ascii: "*")) {
-                statistics.sentences += 1
-                try body(sentence)
-            } else if sentence.contains(UInt8(ascii: "*")) {
+            var sum: UInt8 = 0
+            for i in 1..<sentence.count { sum ^= sentence[i] }
+            try complete(sentence, checksum: sum, body)
+        }
+    }
+
+    /// Checks one line-terminated sentence and delivers it.
+    /// - Parameters:
+    ///   - sentence: the bytes from the start character to the line end, exclusive.
+    ///   - checksum: the XOR of all of them but the start character (`*hh` included).
+    private mutating func complete(_ sentence: UnsafeBufferPointer<UInt8>, checksum: UInt8,
+                                   _ body: (UnsafeBufferPointer<UInt8>) throws -> Void) rethrows
+    {
+        let count = sentence.count
+        // Find the checksum delimiter: it must be followed by exactly two hex digits.
+        if count >= 4, sentence[count - 3] == UInt8(ascii: "*") {
+            guard let high = hexValue(sentence[count - 2]), let low = hexValue(sentence[count - 1]) else {
                 statistics.checksumMismatches += 1
-            } else {
-                statistics.missingChecksums += 1
+                return
             }
+            // The XOR of the bytes between the start character and `*`.
+            let sum = checksum ^ sentence[count - 3] ^ sentence[count - 2] ^ sentence[count - 1]
+            guard sum == high << 4 | low else {
+                statistics.checksumMismatches += 1
+                return
+            }
+            statistics.sentences += 1
+            try body(UnsafeBufferPointer(rebasing: sentence[0..<(count - 3)]))
+        } else if !requiresChecksum, count >= 2, !sentence.contains(UInt8(ascii: "*")) {
+            statistics.sentences += 1
+            try body(sentence)
+        } else if sentence.contains(UInt8(ascii: "*")) {
+            statistics.checksumMismatches += 1
+        } else {
+            statistics.missingChecksums += 1
         }
     }
 }

@@ -115,40 +115,39 @@ public enum SentenceParser {
 
     static func parseGSA(_ c: consuming FieldCursor) throws(SentenceError) -> GSA {
         _ = c.next()  // selection mode, A/M
-        let fixType = try c.integer()
-        var used: [Int] = []
+        var s = GSA()
+        s.fixType = try c.integer()
         for _ in 0..<12 {
-            if let prn = try c.integer() { used.append(prn) }
+            if let prn = try c.integer() { s.usedPRNs.append(prn) }
         }
-        let pdop = try c.decimal(), hdop = try c.decimal(), vdop = try c.decimal()
-        let system = try? c.integer()
-        return GSA(fixType: fixType, satellitesUsed: used, pdop: pdop, hdop: hdop, vdop: vdop, systemID: system)
+        s.pdop = try c.decimal()
+        s.hdop = try c.decimal()
+        s.vdop = try c.decimal()
+        s.systemID = try? c.integer()
+        return s
     }
 
     static func parseGSV(_ c: consuming FieldCursor, talker: Talker) throws(SentenceError) -> GSV {
         guard let total = try c.integer() else { throw .missingField(sentence: "GSV", field: 1) }
         guard let number = try c.integer() else { throw .missingField(sentence: "GSV", field: 2) }
-        let inView = try c.integer()
-        var satellites: [Satellite] = []
-        var signal: Int? = nil
-        while c.hasMore {
-            let left = c.remaining
-            if left < 4 {
-                // NMEA 4.10+: a last lone field is the signal id.
-                if left == 1 { signal = try? c.integer() }
-                break
-            }
+        var s = GSV(totalMessages: total, messageNumber: number)
+        s.constellation = talker.constellation
+        s.satellitesInView = try c.integer()
+        // Groups of four fields (PRN, elevation, azimuth, SNR); NMEA 4.10+ adds a lone signal id at the end.
+        var left = c.remaining
+        while left >= 4 {
             let prn = try c.integer()
             let elevation = try c.decimal()
             let azimuth = try c.decimal()
             let snr = try c.decimal()
+            left -= 4
             if let prn {
-                satellites.append(Satellite(prn: prn, constellation: talker.constellation, elevation: elevation,
-                                            azimuth: azimuth, signalToNoise: snr))
+                s.satelliteList.append(GSVSatellite(prn: prn, elevation: elevation, azimuth: azimuth,
+                                                    signalToNoise: snr))
             }
         }
-        return GSV(totalMessages: total, messageNumber: number, satellitesInView: inView, satellites: satellites,
-                   signalID: signal)
+        if left == 1 { s.signalID = try? c.integer() }
+        return s
     }
 
     static func parseVTG(_ c: consuming FieldCursor) throws(SentenceError) -> VTG {
@@ -183,11 +182,10 @@ public enum SentenceParser {
         let latitude = try c.angle(positive: UInt8(ascii: "N"), negative: UInt8(ascii: "S"), limit: 90)
         let longitude = try c.angle(positive: UInt8(ascii: "E"), negative: UInt8(ascii: "W"), limit: 180)
         let modeField = c.next()
-        var modes: [ModeIndicator] = []
+        var s = GNS(timeOfDay: time, latitude: latitude, longitude: longitude)
         for i in 0..<modeField.count {
-            if let m = ModeIndicator(rawValue: modeField[i]) { modes.append(m) }
+            if let m = ModeIndicator(rawValue: modeField[i]) { s.modeList.append(m) }
         }
-        var s = GNS(timeOfDay: time, latitude: latitude, longitude: longitude, modes: modes)
         s.satellitesUsed = try c.integer()
         s.hdop = try c.decimal()
         s.altitudeMSL = try c.decimal()

@@ -90,7 +90,12 @@ public struct GSA: Hashable, Sendable {
     /// 1 no fix, 2 2D, 3 3D.
     public var fixType: Int?
     /// Satellite ids used in the solution (up to 12 per sentence).
-    public var satellitesUsed: [Int]
+    public var satellitesUsed: [Int] {
+        get { usedPRNs.array }
+        set { usedPRNs = InlineList(filler: 0); for prn in newValue { usedPRNs.append(prn) } }
+    }
+    /// The same ids, stored in place (no allocation while decoding).
+    var usedPRNs = InlineList<12, Int>(filler: 0)
     public var pdop: Double?
     public var hdop: Double?
     public var vdop: Double?
@@ -103,9 +108,58 @@ public struct GSV: Hashable, Sendable {
     public var totalMessages: Int
     public var messageNumber: Int
     public var satellitesInView: Int?
-    public var satellites: [Satellite]
+    /// The satellites of this page, in sentence order (four in a well-formed page), with the talker's
+    /// constellation.
+    public var satellites: [Satellite] {
+        var result: [Satellite] = []
+        for i in 0..<satelliteList.count { result.append(satelliteList[i].satellite(constellation: constellation)) }
+        return result
+    }
+    /// The talker's constellation (nil for `GN` and unknown talkers).
+    var constellation: Constellation?
+    /// The same satellites, compact and stored in place (no allocation while decoding).
+    var satelliteList = InlineList<4, GSVSatellite>(filler: GSVSatellite(prn: 0, elevation: nil, azimuth: nil,
+                                                                           signalToNoise: nil))
     /// NMEA 4.10+ signal id.
     public var signalID: Int?
+}
+
+/// One satellite of a GSV page, in 32 bytes (a `Satellite` takes 80): absent values are stored as NaN,
+/// which no field ever decodes to. Keeps `Sentence` small, since every sentence is copied a few times.
+struct GSVSatellite: Hashable, Sendable {
+    var prn: Int
+    private var elevationOrNaN: Double
+    private var azimuthOrNaN: Double
+    private var signalToNoiseOrNaN: Double
+
+    init(prn: Int, elevation: Double?, azimuth: Double?, signalToNoise: Double?) {
+        self.prn = prn
+        elevationOrNaN = elevation ?? .nan
+        azimuthOrNaN = azimuth ?? .nan
+        signalToNoiseOrNaN = signalToNoise ?? .nan
+    }
+
+    /// Degrees, dB-Hz; nil when the field was empty.
+    var elevation: Double? { elevationOrNaN.isNaN ? nil : elevationOrNaN }
+    var azimuth: Double? { azimuthOrNaN.isNaN ? nil : azimuthOrNaN }
+    var signalToNoise: Double? { signalToNoiseOrNaN.isNaN ? nil : signalToNoiseOrNaN }
+
+    static func == (a: Self, b: Self) -> Bool {
+        a.prn == b.prn && a.elevation == b.elevation && a.azimuth == b.azimuth && a.signalToNoise == b.signalToNoise
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(prn)
+        hasher.combine(elevation)
+        hasher.combine(azimuth)
+        hasher.combine(signalToNoise)
+    }
+
+    /// The full satellite record.
+    func satellite(constellation: Constellation?, signalID: Int? = nil) -> Satellite {
+        Satellite(prn: prn, constellation: constellation, elevation: elevation, azimuth: azimuth,
+                  signalToNoise: signalToNoise, signalID: signalID)
+    }
 }
 
 /// `$--VTG`: course over ground and ground speed. Source: NMEA 0183 v4.11 §VTG (and the v2.x form
@@ -124,7 +178,9 @@ public struct GNS: Hashable, Sendable {
     public var latitude: Double?
     public var longitude: Double?
     /// One mode character per constellation (GPS, GLONASS, Galileo, BeiDou, QZSS, NavIC).
-    public var modes: [ModeIndicator]
+    public var modes: [ModeIndicator] { modeList.array }
+    /// The same modes, stored in place (no allocation while decoding).
+    var modeList = InlineList<8, ModeIndicator>(filler: .notValid)
     public var satellitesUsed: Int?
     public var hdop: Double?
     public var altitudeMSL: Double?
@@ -134,9 +190,29 @@ public struct GNS: Hashable, Sendable {
 
     /// The best mode among the constellations (the solution is valid when any is).
     public var mode: ModeIndicator? {
-        modes.first(where: { $0 == .rtk }) ?? modes.first(where: { $0 == .floatRTK })
-            ?? modes.first(where: { $0 == .differential }) ?? modes.first(where: { $0 == .precise })
-            ?? modes.first(where: { $0 == .autonomous }) ?? modes.first(where: { $0.isValid }) ?? modes.first
+        guard !modeList.isEmpty else { return nil }
+        var best = modeList[0]
+        var bestRank = Self.rank(best)
+        for i in 1..<modeList.count {
+            let m = modeList[i]
+            let r = Self.rank(m)
+            if r < bestRank { best = m; bestRank = r }
+        }
+        return best
+    }
+
+    /// Preference order of `mode`: RTK, float RTK, differential, precise, autonomous, any other valid
+    /// mode, then not valid; the first of equal rank wins.
+    private static func rank(_ m: ModeIndicator) -> Int {
+        switch m {
+        case .rtk: return 0
+        case .floatRTK: return 1
+        case .differential: return 2
+        case .precise: return 3
+        case .autonomous: return 4
+        case .notValid: return 6
+        default: return 5
+        }
     }
 }
 

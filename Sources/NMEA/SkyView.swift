@@ -4,79 +4,149 @@ import LocationCore
 ///
 /// Each talker and signal id has its own GSV set (`$GPGSV` 1/3, 2/3, 3/3, then `$GLGSV` …). A set replaces
 /// the previous view of that talker and signal when its last page arrives. Source: NMEA 0183 v4.11 §GSV, §GSA.
+///
+/// The sets live in a short array sorted by (talker, signal id) and the PRN sets are bitmaps, so an epoch
+/// costs no hashing; the merged list is only rebuilt when a set's content, the used PRNs or the sets
+/// themselves changed (most receivers repeat an unchanged view for many epochs).
 struct SkyView: Sendable {
-    private struct SetKey: Hashable, Sendable {
+    /// One talker/signal GSV set: the last complete one and the one being received.
+    private struct SatelliteSet: Sendable {
         var talker: UInt16
         var signal: Int
+        /// The last complete set, when there is one.
+        var complete: [Satellite] = []
+        var hasComplete = false
+        /// Epoch count when `complete` last arrived.
+        var refreshed = 0
+        /// Pages received so far of the next set, when one is under way.
+        var building: [Satellite] = []
+        var hasBuilding = false
+
+        /// The set under way becomes the complete one; returns true when its content differs.
+        mutating func finishBuilding(epoch: Int) -> Bool {
+            let differs = !hasComplete || complete != building
+            swap(&complete, &building)
+            building.removeAll(keepingCapacity: true)
+            hasBuilding = false
+            hasComplete = true
+            refreshed = epoch
+            return differs
+        }
     }
 
-    private var complete: [SetKey: [Satellite]] = [:]
-    /// Epoch count when each complete set last arrived: a set not refreshed for `expiryEpochs` is dropped,
-    /// so a constellation or signal the receiver stopped reporting leaves the view.
-    private var refreshed: [SetKey: Int] = [:]
-    private var epoch = 0
+    /// Sorted by (talker, signal). Sets are few (one per talker and signal id), so a linear search wins.
+    private var sets: [SatelliteSet] = []
+    /// A set not refreshed for `expiryEpochs` is dropped, so a constellation or signal the receiver stopped
+    /// reporting leaves the view.
     static let expiryEpochs = 10
-    private var building: [SetKey: [Satellite]] = [:]
-    private var used: Set<Int> = []
-    private var usedThisEpoch: Set<Int> = []
+    private var epoch = 0
+    private var used = IntegerBitSet()
+    private var usedThisEpoch = IntegerBitSet()
     private var sawGSAThisEpoch = false
     private var changed = false
+    /// Satellites already listed during a rebuild (constellation × PRN), cleared after each rebuild.
+    private var seen = IntegerBitSet()
+    private var seenOutsideBitmap: Set<Int> = []
     private(set) var satellites: [Satellite] = []
 
     /// Number of satellites the last GSA set marked as used; nil before any GSA.
     var usedCount: Int? { sawAnyGSA ? used.count : nil }
     private var sawAnyGSA = false
 
+    /// Adds one GSV page.
     mutating func add(_ page: GSV, talker: Talker?) {
-        let key = SetKey(talker: talker?.rawValue ?? 0, signal: page.signalID ?? 0)
-        if page.messageNumber <= 1 { building[key] = [] }
-        var sats = page.satellites
-        for i in sats.indices {
-            sats[i].constellation = Self.constellation(prn: sats[i].prn, talker: talker)
-            sats[i].signalID = page.signalID
+        let index = setIndex(talker: talker?.rawValue ?? 0, signal: page.signalID ?? 0)
+        let list = page.satelliteList
+        sets[index].hasBuilding = true
+        if page.messageNumber <= 1 { sets[index].building.removeAll(keepingCapacity: true) }
+        for i in 0..<list.count {
+            let sat = list[i]
+            sets[index].building.append(sat.satellite(constellation: Self.constellation(prn: sat.prn, talker: talker),
+                                                      signalID: page.signalID))
         }
-        building[key, default: []].append(contentsOf: sats)
         if page.messageNumber >= page.totalMessages {
-            complete[key] = building.removeValue(forKey: key) ?? []
-            refreshed[key] = epoch
-            changed = true
+            if sets[index].finishBuilding(epoch: epoch) { changed = true }
         }
     }
 
+    /// Notes the PRNs one GSA sentence marks as used in the fix.
     mutating func noteUsed(_ gsa: GSA, talker: Talker?) {
-        if !sawGSAThisEpoch { usedThisEpoch.removeAll(keepingCapacity: true) }
+        if !sawGSAThisEpoch { usedThisEpoch.removeAll() }
         sawGSAThisEpoch = true
         sawAnyGSA = true
-        for prn in gsa.satellitesUsed { usedThisEpoch.insert(prn) }
+        let prns = gsa.usedPRNs
+        for i in 0..<prns.count { usedThisEpoch.insert(prns[i]) }
     }
 
     /// Ends an epoch: GSA sets seen in it replace the used list; a changed view is rebuilt.
     mutating func endEpoch() {
         epoch += 1
-        for (key, at) in refreshed where epoch - at > Self.expiryEpochs {
-            complete.removeValue(forKey: key)
-            building.removeValue(forKey: key)
-            refreshed.removeValue(forKey: key)
-            changed = true
+        var i = 0
+        while i < sets.count {
+            if sets[i].hasComplete && epoch - sets[i].refreshed > Self.expiryEpochs {
+                // Expired: the set, and any set under way for the same key, leave.
+                sets.remove(at: i)
+                changed = true
+            } else if !sets[i].hasComplete && !sets[i].hasBuilding {
+                sets.remove(at: i)
+            } else {
+                i += 1
+            }
         }
         if sawGSAThisEpoch {
-            if used != usedThisEpoch { used = usedThisEpoch; changed = true }
+            if used != usedThisEpoch { swap(&used, &usedThisEpoch); changed = true }
             sawGSAThisEpoch = false
         }
         guard changed else { return }
         changed = false
+        rebuild()
+    }
+
+    /// Merges the complete sets in (talker, signal) order; a satellite seen on several signals is listed
+    /// once, with its first entry.
+    private mutating func rebuild() {
         var all: [Satellite] = []
-        var seen = Set<Int>()
-        for key in complete.keys.sorted(by: { ($0.talker, $0.signal) < ($1.talker, $1.signal) }) {
-            for var sat in complete[key]! {
-                // The same satellite appears once per signal; keep its first (strongest-listed) entry.
+        all.reserveCapacity(satellites.count)
+        for set in sets where set.hasComplete {
+            for var sat in set.complete {
                 let id = (sat.constellation?.rawValue ?? 15) << 16 | sat.prn
-                guard seen.insert(id).inserted else { continue }
+                guard markSeen(id) else { continue }
                 sat.used = used.contains(sat.prn)
                 all.append(sat)
             }
         }
+        for sat in all { seen.remove(Self.compactID((sat.constellation?.rawValue ?? 15) << 16 | sat.prn)) }
+        seenOutsideBitmap.removeAll(keepingCapacity: true)
         satellites = all
+    }
+
+    /// Records a satellite id (`constellation << 16 | prn`); false when it was already recorded.
+    @inline(__always)
+    private mutating func markSeen(_ id: Int) -> Bool {
+        let compact = Self.compactID(id)
+        if compact >= 0 { return seen.insert(compact) }
+        return seenOutsideBitmap.insert(id).inserted
+    }
+
+    /// `constellation * 512 + prn` for constellations 0–15 and PRNs 0–511 (a bit in `seen`); −1 otherwise.
+    @inline(__always)
+    private static func compactID(_ id: Int) -> Int {
+        let prn = id & 0xFFFF, constellation = id >> 16
+        return prn < 512 && constellation >= 0 && constellation < 16 ? constellation << 9 | prn : -1
+    }
+
+    /// The index of the set for (talker, signal), inserting an empty one in order when missing.
+    @inline(__always)
+    private mutating func setIndex(talker: UInt16, signal: Int) -> Int {
+        var i = 0
+        while i < sets.count {
+            let s = sets[i]
+            if s.talker == talker && s.signal == signal { return i }
+            if (s.talker, s.signal) > (talker, signal) { break }
+            i += 1
+        }
+        sets.insert(SatelliteSet(talker: talker, signal: signal), at: i)
+        return i
     }
 
     /// Constellation from the NMEA PRN ranges (NMEA 0183 v4.11 §GSV note; gpsd `nmeaid_to_prn`):

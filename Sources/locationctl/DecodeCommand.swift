@@ -62,8 +62,6 @@ enum DecodeCommand {
         var encoder = GPSDEncoder()
         var output: [UInt8] = []
         output.reserveCapacity(1 << 17)
-        var filtered: [UInt8] = []
-        filtered.reserveCapacity(1 << 16)
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         var failed = false
 
@@ -87,8 +85,9 @@ enum DecodeCommand {
                 break
             }
             if n == 0 { break }
-            chunk.withUnsafeBufferPointer { filter.filter(UnsafeBufferPointer(rebasing: $0[0..<n]), into: &filtered) }
-            decoder.decode(filtered, emit: emit)
+            chunk.withUnsafeBufferPointer { read in
+                filter.forEachRun(in: UnsafeBufferPointer(rebasing: read[0..<n])) { decoder.decode($0, emit: emit) }
+            }
         }
         decoder.finish(emit: emit)
         failed = !flush(&output) || failed
