@@ -1,0 +1,190 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import LocationPolicy
+import LocationServer
+import LocationSources
+import Testing
+
+/// The config file (issue 6): every documented key, each error kind with file:line:key, drop-in order,
+/// and the daemon's exit codes.
+@Suite("Configuration file")
+struct ConfigurationTests {
+    /// Writes files into a fresh temporary directory; returns its path.
+    static func directory(_ files: [String: String]) -> String {
+        var template = Array("/tmp/locationd-conf-XXXXXX".utf8CString)
+        let dir = String(cString: mkdtemp(&template)!)
+        for (name, text) in files {
+            if name.contains("/") { mkdir(dir + "/" + String(name[..<name.lastIndex(of: "/")!]), 0o755) }
+            FileManager.default.createFile(atPath: dir + "/" + name, contents: Data(text.utf8))
+        }
+        return dir
+    }
+
+    static func load(_ text: String, dropIns: [String: String] = [:]) throws(ConfigFileError) -> DaemonConfiguration {
+        var files = ["locationd.conf": text]
+        for (k, v) in dropIns { files["conf.d/" + k] = v }
+        let dir = directory(files)
+        return try DaemonConfiguration.load(path: dir + "/locationd.conf", dropInDirectory: dir + "/conf.d")
+    }
+
+    @Test("the shipped Config/locationd.conf loads and holds the documented defaults")
+    func shippedDefaults() throws {
+        var root = #filePath
+        for _ in 0..<3 { root = String(root[..<root.lastIndex(of: "/")!]) }
+        let c = try DaemonConfiguration.load(path: root + "/Config/locationd.conf")
+        #expect(c.socketPath == "/run/locationd/locationd.sock")
+        #expect(c.stateDirectory == "/var/lib/locationd")
+        #expect(c.adminGroup == "locationd-admin")
+        #expect(c.logLevel == .info && c.maxClients == 1024 && c.clientTimeout == 30)
+        #expect(c.receivers.isEmpty && c.clients.isEmpty)
+        #expect(c.policy.access == .ask && c.policy.accuracy == .reduced)
+        #expect(c.policy.onceLifetime == 3600 && c.policy.askTimeout == 30)
+        #expect(c.policy.reducedGrid == 2000 && c.policy.reducedInterval == 900)
+    }
+
+    @Test("every documented key is parsed")
+    func everyKey() throws {
+        let c = try Self.load("""
+            [daemon]
+            socket = /tmp/x/l.sock
+            state-directory = /tmp/x/state
+            admin-group = wheel
+            log-level = debug
+            max-clients = 50
+            client-timeout = 2min
+
+            [receiver usb]
+            type = serial
+            path = /dev/serial/by-id/usb-u-blox-if00
+            speed = 38400
+            priority = 10
+            stale-after = 5s
+            allow-missing-checksum = yes
+
+            [receiver net]
+            type = gpsd
+            server = gpshost:3000
+            device = /dev/ttyACM0
+
+            [receiver demo]
+            type = replay
+            file = /usr/share/locationd/demo.nmea
+            rate = 10
+            loop = yes
+
+            [policy]
+            access = once
+            accuracy = full
+            once-lifetime = 30min
+            ask-timeout = 10s
+            reduced-grid = 5000
+            reduced-interval = 1h
+
+            [client navigation]
+            executable = /usr/bin/navit
+            user = alice
+            group = staff
+            unit = navit.service
+            access = always
+            accuracy = reduced
+            purpose.TurnByTurn = Turn-by-turn directions need your exact position.
+            """)
+        #expect(c.socketPath == "/tmp/x/l.sock" && c.stateDirectory == "/tmp/x/state" && c.adminGroup == "wheel")
+        #expect(c.logLevel == .debug && c.maxClients == 50 && c.clientTimeout == 120)
+        #expect(c.receivers.map(\.name) == ["usb", "net", "demo"])
+        #expect(c.receivers[0].source == .serial(path: "/dev/serial/by-id/usb-u-blox-if00", speed: 38400))
+        #expect(c.receivers[0].priority == 10 && c.receivers[0].staleAfter == 5 && c.receivers[0].allowMissingChecksum)
+        #expect(c.receivers[1].source == .gpsd(host: "gpshost", port: 3000, device: "/dev/ttyACM0"))
+        #expect(c.receivers[2].source == .replay(file: "/usr/share/locationd/demo.nmea", rate: 10, loop: true))
+        #expect(c.policy.access == .once && c.policy.accuracy == .full)
+        #expect(c.policy.onceLifetime == 1800 && c.policy.askTimeout == 10)
+        #expect(c.policy.reducedGrid == 5000 && c.policy.reducedInterval == 3600)
+        let rule = try #require(c.clients.first)
+        #expect(rule.name == "navigation" && rule.executable == "/usr/bin/navit" && rule.user == "alice")
+        #expect(rule.group == "staff" && rule.unit == "navit.service" && rule.access == .always && rule.accuracy == .reduced)
+        #expect(rule.purposes == ["TurnByTurn": "Turn-by-turn directions need your exact position."])
+    }
+
+    @Test("each error names the file, the line and the key", arguments: [
+        ("[daemon]\nsocket = /a\nfrobnicate = 1\n", 3, "frobnicate", "unknown key"),
+        ("[daemon]\nlog-level = loud\n", 2, "log-level", "is not"),
+        ("[daemon]\nmax-clients = -4\n", 2, "max-clients", "is not"),
+        ("[receiver gnss0]\ntype = serial\nspeed = 4800\n", 2, "path", "required"),
+        ("[receiver gnss0]\ntype = serial\npath = /dev/ttyS0\nspeed = 4801\n", 4, "speed", "is not"),
+        ("[receiver x]\ntype = usb\n", 2, "type", "is not"),
+        ("[policy]\naccess = sometimes\n", 2, "access", "is not"),
+        ("[policy]\nreduced-interval = soon\n", 2, "reduced-interval", "is not"),
+        ("[client a]\nexecutable = bin/relative\naccess = always\n", 2, "executable", "absolute"),
+        ("[client a]\nuser = alice\n", 2, "access", "missing"),
+    ])
+    func errors(text: String, line: Int, key: String, mentions: String) {
+        do {
+            _ = try Self.load(text)
+            Issue.record("accepted: \(text)")
+        } catch {
+            #expect(error.file.hasSuffix("/locationd.conf"))
+            #expect(error.line == line, "\(error)")
+            #expect(error.key == key, "\(error)")
+            #expect(error.description.contains(mentions), "\(error)")
+            #expect(error.description.hasPrefix(error.file + ":\(line): \(key): "))
+        }
+    }
+
+    @Test("a line that is not INI, and an unknown section, are errors with their line")
+    func syntaxAndSections() {
+        #expect(throws: ConfigFileError.self) { try Self.load("[daemon]\nthis is not ini\n") }
+        do { _ = try Self.load("[daemon]\nlog-level = info\nthis is not ini\n") } catch { #expect(error.line == 3) }
+        do { _ = try Self.load("[deamon]\nlog-level = info\n") } catch { #expect(error.description.contains("unknown section [deamon]")) }
+    }
+
+    @Test("drop-ins apply in name order after the main file; only *.conf files count")
+    func dropInOrder() throws {
+        let c = try Self.load("[daemon]\nlog-level = info\nmax-clients = 7\n", dropIns: [
+            "20-later.conf": "[daemon]\nlog-level = warning\n",
+            "10-first.conf": "[daemon]\nlog-level = debug\nmax-clients = 9\n",
+            "99-ignored.conf.disabled": "[daemon]\nlog-level = error\n",
+        ])
+        #expect(c.logLevel == .warning)
+        #expect(c.maxClients == 9)
+        do {
+            _ = try Self.load("[daemon]\n", dropIns: ["50-bad.conf": "[daemon]\n\nnope = 1\n"])
+        } catch {
+            #expect(error.file.hasSuffix("conf.d/50-bad.conf") && error.line == 3 && error.key == "nope")
+        }
+    }
+
+    static func run(_ args: [String]) -> (status: Int32, stdout: String, stderr: String) {
+        let dir = directory([:])
+        var pid: pid_t = 0
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        posix_spawn_file_actions_addopen(&actions, 1, dir + "/out", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_addopen(&actions, 2, dir + "/err", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        let argv: [UnsafeMutablePointer<CChar>?] = ([DaemonProcess.binary] + args).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        posix_spawn(&pid, DaemonProcess.binary, &actions, nil, argv, environ)
+        posix_spawn_file_actions_destroy(&actions)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        func read(_ f: String) -> String { FileManager.default.contents(atPath: dir + "/" + f).map { String(decoding: $0, as: UTF8.self) } ?? "" }
+        return ((status >> 8) & 0xFF, read("out"), read("err"))
+    }
+
+    @Test("locationd: a bad config exits 78 naming file:line:key without starting; usage errors exit 64; --check-config prints the effective settings")
+    func exitCodes() {
+        let dir = Self.directory(["bad.conf": "[daemon]\nsocket = /tmp/never-created.sock\nlog-level = loud\n",
+                                  "good.conf": "[daemon]\nmax-clients = 5\n"])
+        let bad = Self.run(["--config", dir + "/bad.conf"])
+        #expect(bad.status == 78)
+        #expect(bad.stderr.contains(dir + "/bad.conf:3: log-level:"), "\(bad.stderr)")
+        #expect(access("/tmp/never-created.sock", F_OK) != 0)
+        #expect(Self.run(["--frobnicate"]).status == 64)
+        #expect(Self.run(["--config"]).status == 64)
+        let check = Self.run(["--check-config", "--config", dir + "/good.conf"])
+        #expect(check.status == 0)
+        #expect(check.stdout.contains("max-clients = 5") && check.stdout.contains("access = ask") && check.stdout.contains("socket = /run/locationd/locationd.sock"))
+        #expect(Self.run(["--version"]).stdout.hasPrefix("locationd "))
+    }
+}
