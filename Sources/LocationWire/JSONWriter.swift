@@ -35,10 +35,12 @@ final class ByteBuffer {
 }
 
 public struct JSONObjectWriter {
-    private let buffer: ByteBuffer
+    /// The object written so far (internal: fixed-layout encoders in this module write into it directly).
+    let buffer: ByteBuffer
     private var scratch: [UInt8] = []
     public var bytes: [UInt8] { Array(UnsafeBufferPointer(start: buffer.base, count: buffer.count)) }
-    private var first = true
+    /// True until the current object or array has a member (no comma before the first one).
+    var first = true
 
     public init(reservingCapacity capacity: Int = 256) {
         buffer = ByteBuffer(capacity: capacity)
@@ -114,6 +116,18 @@ public struct JSONObjectWriter {
         guard let value else { return }
         key(name)
         appendString(value)
+    }
+
+    /// A string field whose value is constant ASCII text without characters that need escaping (a class name
+    /// such as `"TPV"`): copied as it is.
+    public mutating func field(_ name: StaticString, constant value: StaticString) {
+        key(name)
+        let n = value.utf8CodeUnitCount
+        buffer.ensure(n + 2)
+        buffer.base[buffer.count] = UInt8(ascii: "\"")
+        (buffer.base + buffer.count + 1).update(from: value.utf8Start, count: n)
+        buffer.base[buffer.count + 1 + n] = UInt8(ascii: "\"")
+        buffer.count += n + 2
     }
 
     /// A string field whose value is already ASCII without characters that need escaping.

@@ -3,7 +3,8 @@
 /// Eight bytes are loaded as one `UInt64` and tested together with the zero-byte and less-than tricks of Sean
 /// Eron Anderson's "Bit Twiddling Hacks" (graphics.stanford.edu/~seander/bithacks.html, "Determine if a
 /// word has a zero byte" / "… has a byte less than n"). Each test answers "is there such a byte in the word"
-/// exactly (no false negative, no false positive); the caller then finds the byte with a plain loop.
+/// exactly (no false negative, no false positive), except `hasSentenceBreak`, which may also flag a space or
+/// `%`; the caller then finds the byte with a plain loop.
 enum ByteScanning {
     /// 0x01 in every byte.
     static let ones: UInt64 = 0x0101_0101_0101_0101
@@ -16,20 +17,52 @@ enum ByteScanning {
         (word &- ones) & ~word & highBits != 0
     }
 
+    /// The number of zero bytes in `word`, exactly (the carry-free form of the zero-byte test: adding 0x7F to
+    /// the low seven bits of a byte sets its high bit unless they are all zero, and no carry leaves the byte).
+    @inline(__always)
+    static func zeroByteCount(_ word: UInt64) -> Int {
+        let lowBits = ~highBits
+        let nonzero = (((word & lowBits) &+ lowBits) | word) & highBits
+        return 8 - nonzero.nonzeroBitCount
+    }
+
+    /// The number of bytes equal to `byte` in `base[start..<count]`, eight at a time.
+    @inline(__always)
+    static func count(of byte: UInt8, _ base: UnsafePointer<UInt8>, from start: Int, count: Int) -> Int {
+        var n = 0
+        var i = start
+        let raw = UnsafeRawPointer(base)
+        let pattern = ones &* UInt64(byte)
+        while i + 8 <= count {
+            n += zeroByteCount(raw.loadUnaligned(fromByteOffset: i, as: UInt64.self) ^ pattern)
+            i += 8
+        }
+        while i < count {
+            if base[i] == byte { n += 1 }
+            i += 1
+        }
+        return n
+    }
+
     /// True when some byte of `word` equals `byte`.
     @inline(__always)
     static func hasByte(_ word: UInt64, _ byte: UInt8) -> Bool {
         hasZeroByte(word ^ (ones &* UInt64(byte)))
     }
 
-    /// True when some byte of `word` cannot continue an NMEA sentence: a control byte (< 0x20, CR and LF
-    /// included), DEL or a non-ASCII byte (≥ 0x7F), or a start character `$` / `!` (NMEA 0183 v4.11 §5.3).
+    /// True when some byte of `word` may not continue an NMEA sentence: always when one is a control byte
+    /// (< 0x20, CR and LF included), DEL or a non-ASCII byte (≥ 0x7F), or a start character `$` / `!` (NMEA
+    /// 0183 v4.11 §5.3); also for a space or `%`, which do continue one. Callers check the bytes of a word
+    /// this answers true for one by one, so the false alarms (rare in NMEA) only cost speed.
     @inline(__always)
     static func hasSentenceBreak(_ word: UInt64) -> Bool {
         let control = (word &- ones &* 0x20) & ~word & highBits
-        let nonASCII = word & highBits
-        return control | nonASCII != 0 || hasByte(word, 0x7F) || hasByte(word, UInt8(ascii: "$"))
-            || hasByte(word, UInt8(ascii: "!"))
+        // ≥ 0x7F: adding 1 sets the high bit of 0x7F; a carry into the next byte only leaves a byte of 0xFF,
+        // itself a hit.
+        let highOrDelete = (word | (word &+ ones)) & highBits
+        // `!` (0x21) and `$` (0x24) differ from 0x21 only in bits 0x05, as do space (0x20) and `%` (0x25).
+        let start = hasZeroByte((word ^ (ones &* 0x21)) & ~(ones &* 0x05))
+        return control | highOrDelete != 0 || start
     }
 
     /// True for a byte that continues a sentence: printable ASCII other than `$` and `!`.

@@ -4,13 +4,18 @@ import LocationCore
 /// earlier ones); `FixAssembler` turns it into a `Fix` when the epoch ends.
 ///
 /// Satellites are not folded here: GSV pages and GSA used-lists change the shared `SkyView`, which
-/// `FixAssembler` feeds from its own per-epoch log (`SkyEvent`) so that a reopened epoch replays them in
+/// `FixAssembler` feeds from its own per-epoch log (`SkyLog`) so that a reopened epoch replays them in
 /// the same order. The fields are the raw per-sentence values; the rules that combine them (validity, 2D/3D,
 /// error estimates) live in `FixAssembler.assemble`. Sources: NMEA 0183 v4.11 §GGA, §RMC, §GLL, §GNS, §VTG,
 /// §GSA, §GST, §ZDA, §HDT, §THS; Garmin GPS 18x Technical Specifications §PGRME, §PGRMZ.
 struct EpochFold: Sendable {
-    /// The fix being built; `time`, position and derived values are filled in by `FixAssembler`.
-    var fix = Fix()
+    /// Values the fix takes as the sentences give them (the rest is derived by `FixAssembler`): altitude above
+    /// mean sea level and geoid separation, metres (GGA, GNS); track and magnetic variation, degrees (RMC,
+    /// VTG); heading, degrees true (HDT, THS). Plain fields rather than a `Fix`, so a fold is cheap to create
+    /// and copy.
+    var altitudeMSL: Double?, geoidSeparation: Double?
+    var track: Double?, magneticVariation: Double?
+    var heading: Double?
     /// Status of the last GGA/GNS/RMC/GLL: nil when none came.
     var valid: Bool?
     /// Degrees, north / east positive, from the last valid position sentence.
@@ -45,8 +50,8 @@ struct EpochFold: Sendable {
             if ok, let la = s.latitude, let lo = s.longitude { latitude = la; longitude = lo }
             if ok { ggaQuality = Self.quality(ggaIndicator: s.qualityIndicator) }
             sawAltitudeSource = true
-            if let a = s.altitudeMSL { fix.altitudeMSL = a }
-            if let g = s.geoidSeparation { fix.geoidSeparation = g }
+            if let a = s.altitudeMSL { altitudeMSL = a }
+            if let g = s.geoidSeparation { geoidSeparation = g }
             if let n = s.satellitesUsed { usedCount = n }
             if let h = s.hdop, h > 0 { dop.horizontal = h }
         case .gns(let s):
@@ -56,8 +61,8 @@ struct EpochFold: Sendable {
             if ok, let la = s.latitude, let lo = s.longitude { latitude = la; longitude = lo }
             if ok, let q = mode?.quality { indicatorQuality = q }
             sawAltitudeSource = true
-            if let a = s.altitudeMSL { fix.altitudeMSL = a }
-            if let g = s.geoidSeparation { fix.geoidSeparation = g }
+            if let a = s.altitudeMSL { altitudeMSL = a }
+            if let g = s.geoidSeparation { geoidSeparation = g }
             if let n = s.satellitesUsed { usedCount = n }
             if let h = s.hdop, h > 0 { dop.horizontal = h }
         case .rmc(let s):
@@ -66,15 +71,15 @@ struct EpochFold: Sendable {
             if s.isValid, let q = s.mode?.quality { indicatorQuality = q }
             if let d = s.date { date = d }
             if let v = s.speedKnots { knots = v }
-            if let t = s.track { fix.track = t }
-            if let m = s.magneticVariation { fix.magneticVariation = m }
+            if let t = s.track { track = t }
+            if let m = s.magneticVariation { magneticVariation = m }
         case .gll(let s):
             valid = s.isValid
             if s.isValid, let la = s.latitude, let lo = s.longitude { latitude = la; longitude = lo }
             if s.isValid, let q = s.mode?.quality { indicatorQuality = q }
         case .vtg(let s):
             if s.mode != .notValid {
-                if let t = s.trackTrue { fix.track = t }
+                if let t = s.trackTrue { track = t }
                 if let v = s.speedKnots {
                     knots = v; kilometersPerHour = nil
                 } else if let v = s.speedKilometersPerHour {
@@ -94,9 +99,9 @@ struct EpochFold: Sendable {
         case .zda(let s):
             if let d = s.date, date == nil { date = d }
         case .hdt(let h):
-            if let d = h.degrees { fix.heading = d }
+            if let d = h.degrees { heading = d }
         case .ths(let h):
-            if let d = h.degrees, h.mode != UInt8(ascii: "V") { fix.heading = d }
+            if let d = h.degrees, h.mode != UInt8(ascii: "V") { heading = d }
         case .garminErrorEstimate(let e):
             garmin = e
         case .garminAltitude(let a):
@@ -122,12 +127,4 @@ struct EpochFold: Sendable {
         default: return nil
         }
     }
-}
-
-/// A sentence that changes the sky view, kept in the epoch's log until the epoch is delivered.
-enum SkyEvent: Sendable {
-    /// A GSV page.
-    case page(GSV, talker: Talker?)
-    /// The PRNs a GSA sentence marks as used.
-    case used(GSA, talker: Talker?)
 }

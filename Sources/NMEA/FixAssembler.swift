@@ -27,13 +27,13 @@ public struct FixAssembler: Sendable {
 
     /// The epoch being assembled: its sentences folded in, its sky-view changes logged, its size and time.
     private var pending = EpochFold()
-    private var pendingSky: [SkyEvent] = []
+    private var pendingSky = SkyLog()
     private var pendingCount = 0
     private var pendingTime: Int?
     /// The epoch last delivered, kept (as it was before delivery) until the next timed sentence shows it
     /// was really over: the end-of-cycle rule may have closed it too early.
     private var closed = EpochFold()
-    private var closedSky: [SkyEvent] = []
+    private var closedSky = SkyLog()
     private var closedCount = 0
     private var closedTime: Int?
     /// Sentences (GSV aside) that arrived after an end-of-cycle delivery and before the next timed
@@ -46,16 +46,13 @@ public struct FixAssembler: Sendable {
 
     /// The latest date seen and the time of day it was seen with.
     private var knownDate: (date: CivilDate, timeOfDay: Int)?
-    private var previous: Fix?
-    private var previousBeforeClosed: Fix?
+    private var previous: PreviousFix?
+    private var previousBeforeClosed: PreviousFix?
     private var lastFixType: Int?
     private var lastDOP = DilutionOfPrecision()
     private var sky = SkyView()
 
-    public init() {
-        pendingSky.reserveCapacity(32)
-        closedSky.reserveCapacity(32)
-    }
+    public init() {}
 
     /// Adds one sentence; calls `emit` for each epoch this sentence completes (zero, one or, after a
     /// corrected end-of-cycle guess, two).
@@ -80,7 +77,7 @@ public struct FixAssembler: Sendable {
                 for s in sinceClosed { pending.add(s) }
                 closedSky.append(contentsOf: pendingSky)
                 swap(&closedSky, &pendingSky)
-                closedSky.removeAll(keepingCapacity: true)
+                closedSky.removeAll()
                 pendingCount += closedCount
                 closedTime = nil
                 pendingTime = time
@@ -88,13 +85,13 @@ public struct FixAssembler: Sendable {
                 pendingTime = time
                 closedTime = nil
             }
-            sinceClosed.removeAll(keepingCapacity: true)
+            if !sinceClosed.isEmpty { sinceClosed.removeAll(keepingCapacity: true) }
         }
         switch sentence.sentence {
         case .gsv(let page):
-            pendingSky.append(.page(page, talker: sentence.talker))
+            pendingSky.append(page, talker: sentence.talker)
         case .gsa(let gsa):
-            pendingSky.append(.used(gsa, talker: sentence.talker))
+            pendingSky.append(gsa)
             fallthrough
         default:
             pending.add(sentence.sentence)
@@ -121,6 +118,7 @@ public struct FixAssembler: Sendable {
         lastCycleEnd = kind
     }
 
+    @inline(__always)
     private static func kind(of s: DecodedSentence) -> Kind? {
         let talker = s.talker?.rawValue ?? 0
         switch s.sentence {
@@ -148,28 +146,28 @@ public struct FixAssembler: Sendable {
 
     private mutating func deliver(_ emit: (Fix) throws -> Void) rethrows {
         previousBeforeClosed = previous
-        for event in pendingSky {
-            switch event {
-            case .page(let page, let talker): sky.add(page, talker: talker)
-            case .used(let gsa, let talker): sky.noteUsed(gsa, talker: talker)
-            }
-        }
+        pendingSky.replay(into: &sky)
         sky.endEpoch()
         let fix = assemble(pending)
-        closed = pending
+        swap(&closed, &pending)  // pending is reset below: a swap saves copying the fold
         closedCount = pendingCount
         swap(&pendingSky, &closedSky)
-        pendingSky.removeAll(keepingCapacity: true)
+        pendingSky.removeAll()
         pending = EpochFold()
         pendingCount = 0
         pendingTime = nil
-        sinceClosed.removeAll(keepingCapacity: true)
+        if !sinceClosed.isEmpty { sinceClosed.removeAll(keepingCapacity: true) }
         try emit(fix)
     }
 
     /// Turns the folded epoch into a fix (the sky view has already taken the epoch's GSV and GSA).
     private mutating func assemble(_ epoch: EpochFold) -> Fix {
-        var fix = epoch.fix
+        var fix = Fix()
+        fix.altitudeMSL = epoch.altitudeMSL
+        fix.geoidSeparation = epoch.geoidSeparation
+        fix.track = epoch.track
+        fix.magneticVariation = epoch.magneticVariation
+        fix.heading = epoch.heading
         let valid = epoch.valid
         let latitude = epoch.latitude, longitude = epoch.longitude
         let ggaQuality = epoch.ggaQuality, indicatorQuality = epoch.indicatorQuality
@@ -276,8 +274,27 @@ public struct FixAssembler: Sendable {
             if fix.epv == nil, fix.mode == .threeDimensional, let v = dop.vertical {
                 fix.epv = v * UERE.vertical(differential: differential)
             }
-            previous = fix
+            previous = PreviousFix(fix)
         }
         return fix
+    }
+}
+
+/// What the next epoch needs of the last fix with a position: its mode (an RMC-only epoch keeps 3D), and
+/// its position, time and height for speed and climb. A few plain values instead of a whole `Fix`, whose
+/// satellite list would be retained and released at every copy.
+private struct PreviousFix: Sendable {
+    var mode: FixMode
+    var latitude: Double?, longitude: Double?
+    var time: UTCTime?
+    /// Metres above the WGS84 ellipsoid.
+    var altitudeHAE: Double?
+
+    init(_ fix: Fix) {
+        mode = fix.mode
+        latitude = fix.latitude
+        longitude = fix.longitude
+        time = fix.time
+        altitudeHAE = fix.altitudeHAE
     }
 }

@@ -13,6 +13,8 @@ struct IntegerBitSet: Hashable, Sendable {
     private var others: [Int] = []
     /// Number of members.
     private(set) var count = 0
+    /// The words that may hold members: `removeAll` clears only these (a few PRNs set a few words).
+    private var dirtyWords = 0..<0
 
     init() { words = Array(repeating: 0, count: Self.wordCount) }
 
@@ -32,8 +34,13 @@ struct IntegerBitSet: Hashable, Sendable {
         if UInt(bitPattern: value) < UInt(Self.bitmapSize) {
             let bit: UInt64 = 1 << UInt64(value & 63)
             if words[value >> 6] & bit != 0 { return false }
-            words[value >> 6] |= bit
+            let word = value >> 6
+            words[word] |= bit
             count += 1
+            if !dirtyWords.contains(word) {
+                dirtyWords = dirtyWords.isEmpty ? word..<word + 1
+                    : min(dirtyWords.lowerBound, word)..<max(dirtyWords.upperBound, word + 1)
+            }
             return true
         }
         return insertOther(value)
@@ -54,9 +61,20 @@ struct IntegerBitSet: Hashable, Sendable {
     /// Removes every member, keeping the storage.
     mutating func removeAll() {
         guard count > 0 else { return }
-        for i in words.indices where words[i] != 0 { words[i] = 0 }
+        for i in dirtyWords { words[i] = 0 }
+        dirtyWords = 0..<0
         others.removeAll(keepingCapacity: true)
         count = 0
+    }
+
+    /// Set equality (`dirtyWords` is bookkeeping, not content).
+    static func == (a: Self, b: Self) -> Bool {
+        a.count == b.count && a.others == b.others && a.words == b.words
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(words)
+        hasher.combine(others)
     }
 
     private mutating func insertOther(_ value: Int) -> Bool {

@@ -33,22 +33,22 @@ public enum SentenceParser {
         let talker = Talker(bytes[1], bytes[2])
         let code = UInt32(bytes[3]) << 16 | UInt32(bytes[4]) << 8 | UInt32(bytes[5])
         let start = addressEnd + 1
-        let sentence: Sentence
+        func fields(_ name: StaticString) -> FieldCursor { FieldCursor(bytes, from: start, sentence: name) }
+        // Each case returns the result directly: no intermediate `Sentence` to copy.
         switch code {
-        case code3("GGA"): sentence = .gga(try parseGGA(FieldCursor(bytes, from: start, sentence: "GGA")))
-        case code3("RMC"): sentence = .rmc(try parseRMC(FieldCursor(bytes, from: start, sentence: "RMC")))
-        case code3("GLL"): sentence = .gll(try parseGLL(FieldCursor(bytes, from: start, sentence: "GLL")))
-        case code3("GSA"): sentence = .gsa(try parseGSA(FieldCursor(bytes, from: start, sentence: "GSA")))
-        case code3("GSV"): sentence = .gsv(try parseGSV(FieldCursor(bytes, from: start, sentence: "GSV"), talker: talker))
-        case code3("VTG"): sentence = .vtg(try parseVTG(FieldCursor(bytes, from: start, sentence: "VTG")))
-        case code3("GNS"): sentence = .gns(try parseGNS(FieldCursor(bytes, from: start, sentence: "GNS")))
-        case code3("GST"): sentence = .gst(try parseGST(FieldCursor(bytes, from: start, sentence: "GST")))
-        case code3("ZDA"): sentence = .zda(try parseZDA(FieldCursor(bytes, from: start, sentence: "ZDA")))
-        case code3("HDT"): sentence = .hdt(try parseHDT(FieldCursor(bytes, from: start, sentence: "HDT")))
-        case code3("THS"): sentence = .ths(try parseTHS(FieldCursor(bytes, from: start, sentence: "THS")))
-        default: sentence = .ignored
+        case code3("GGA"): return DecodedSentence(talker: talker, sentence: .gga(try parseGGA(fields("GGA"))))
+        case code3("RMC"): return DecodedSentence(talker: talker, sentence: .rmc(try parseRMC(fields("RMC"))))
+        case code3("GLL"): return DecodedSentence(talker: talker, sentence: .gll(try parseGLL(fields("GLL"))))
+        case code3("GSA"): return DecodedSentence(talker: talker, sentence: .gsa(try parseGSA(fields("GSA"))))
+        case code3("GSV"): return DecodedSentence(talker: talker, sentence: .gsv(try parseGSV(fields("GSV"), talker: talker)))
+        case code3("VTG"): return DecodedSentence(talker: talker, sentence: .vtg(try parseVTG(fields("VTG"))))
+        case code3("GNS"): return DecodedSentence(talker: talker, sentence: .gns(try parseGNS(fields("GNS"))))
+        case code3("GST"): return DecodedSentence(talker: talker, sentence: .gst(try parseGST(fields("GST"))))
+        case code3("ZDA"): return DecodedSentence(talker: talker, sentence: .zda(try parseZDA(fields("ZDA"))))
+        case code3("HDT"): return DecodedSentence(talker: talker, sentence: .hdt(try parseHDT(fields("HDT"))))
+        case code3("THS"): return DecodedSentence(talker: talker, sentence: .ths(try parseTHS(fields("THS"))))
+        default: return DecodedSentence(talker: talker, sentence: .ignored)
         }
-        return DecodedSentence(talker: talker, sentence: sentence)
     }
 
     /// Parses a whole sentence given as text, checksum included or not (for tests and tools).
@@ -137,9 +137,9 @@ public enum SentenceParser {
         var left = c.remaining
         while left >= 4 {
             let prn = try c.integer()
-            let elevation = try c.decimal()
-            let azimuth = try c.decimal()
-            let snr = try c.decimal()
+            let elevation = try c.wholeOrDecimal()
+            let azimuth = try c.wholeOrDecimal()
+            let snr = try c.wholeOrDecimal()
             left -= 4
             if let prn {
                 s.satelliteList.append(GSVSatellite(prn: prn, elevation: elevation, azimuth: azimuth,

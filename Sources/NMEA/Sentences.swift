@@ -280,6 +280,7 @@ public enum Sentence: Hashable, Sendable {
     case ignored
 
     /// UTC time of day the sentence carries, ms since midnight.
+    @inline(__always)
     public var timeOfDay: Int? {
         switch self {
         case .gga(let s): return s.timeOfDay

@@ -22,6 +22,17 @@ struct SkyView: Sendable {
         var building: [Satellite] = []
         var hasBuilding = false
 
+        /// Adds one page to the set under way; returns true when it completed the set and changed it.
+        mutating func receive(_ page: SkyLog.Page, satellites: UnsafeBufferPointer<GSVSatellite>, epoch: Int) -> Bool {
+            hasBuilding = true
+            if page.messageNumber <= 1 { building.removeAll(keepingCapacity: true) }
+            for sat in satellites {
+                building.append(sat.satellite(constellation: SkyView.constellation(prn: sat.prn, talker: page.talker),
+                                              signalID: page.signalID))
+            }
+            return page.messageNumber >= page.totalMessages && finishBuilding(epoch: epoch)
+        }
+
         /// The set under way becomes the complete one; returns true when its content differs.
         mutating func finishBuilding(epoch: Int) -> Bool {
             let differs = !hasComplete || complete != building
@@ -53,29 +64,18 @@ struct SkyView: Sendable {
     var usedCount: Int? { sawAnyGSA ? used.count : nil }
     private var sawAnyGSA = false
 
-    /// Adds one GSV page.
-    mutating func add(_ page: GSV, talker: Talker?) {
-        let index = setIndex(talker: talker?.rawValue ?? 0, signal: page.signalID ?? 0)
-        let list = page.satelliteList
-        sets[index].hasBuilding = true
-        if page.messageNumber <= 1 { sets[index].building.removeAll(keepingCapacity: true) }
-        for i in 0..<list.count {
-            let sat = list[i]
-            sets[index].building.append(sat.satellite(constellation: Self.constellation(prn: sat.prn, talker: talker),
-                                                      signalID: page.signalID))
-        }
-        if page.messageNumber >= page.totalMessages {
-            if sets[index].finishBuilding(epoch: epoch) { changed = true }
-        }
+    /// Adds one GSV page, given as its header and its satellites.
+    mutating func add(_ page: SkyLog.Page, satellites: UnsafeBufferPointer<GSVSatellite>) {
+        let index = setIndex(talker: page.talker?.rawValue ?? 0, signal: page.signalID ?? 0)
+        if sets[index].receive(page, satellites: satellites, epoch: epoch) { changed = true }
     }
 
     /// Notes the PRNs one GSA sentence marks as used in the fix.
-    mutating func noteUsed(_ gsa: GSA, talker: Talker?) {
+    mutating func noteUsed(_ prns: UnsafeBufferPointer<Int>) {
         if !sawGSAThisEpoch { usedThisEpoch.removeAll() }
         sawGSAThisEpoch = true
         sawAnyGSA = true
-        let prns = gsa.usedPRNs
-        for i in 0..<prns.count { usedThisEpoch.insert(prns[i]) }
+        for prn in prns { usedThisEpoch.insert(prn) }
     }
 
     /// Ends an epoch: GSA sets seen in it replace the used list; a changed view is rebuilt.
@@ -115,7 +115,7 @@ struct SkyView: Sendable {
                 all.append(sat)
             }
         }
-        for sat in all { seen.remove(Self.compactID((sat.constellation?.rawValue ?? 15) << 16 | sat.prn)) }
+        seen.removeAll()
         seenOutsideBitmap.removeAll(keepingCapacity: true)
         satellites = all
     }

@@ -59,24 +59,11 @@ enum DecodeCommand {
 
         var decoder = NMEADecoder(requiresChecksum: requireChecksum)
         var filter = CaptureFilter()
-        var encoder = GPSDEncoder()
-        var output: [UInt8] = []
-        output.reserveCapacity(1 << 17)
+        var output = Output(sky: sky)
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
-        var failed = false
 
-        var lastSky: (dop: DilutionOfPrecision, satellites: [Satellite], used: Int?)? = nil
-        func emit(_ fix: Fix) {
-            encoder.appendTPV(fix, to: &output)
-            // SKY when the satellite view or the DOPs changed, as gpsd reports it once per GSV/GSA cycle.
-            if sky && (!fix.satellites.isEmpty || !fix.dop.isEmpty),
-               lastSky == nil || lastSky!.dop != fix.dop || lastSky!.used != fix.satellitesUsed || lastSky!.satellites != fix.satellites {
-                encoder.appendSKY(fix, to: &output)
-                lastSky = (fix.dop, fix.satellites, fix.satellitesUsed)
-            }
-            if output.count >= 1 << 16 { failed = !flush(&output) || failed }
-        }
-
+        // The closures below are literals passed straight to the decoder, so the state they change (`output`)
+        // is checked for exclusive access at compile time, not at every fix.
         while true {
             let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if n < 0 {
@@ -86,11 +73,13 @@ enum DecodeCommand {
             }
             if n == 0 { break }
             chunk.withUnsafeBufferPointer { read in
-                filter.forEachRun(in: UnsafeBufferPointer(rebasing: read[0..<n])) { decoder.decode($0, emit: emit) }
+                filter.forEachRun(in: UnsafeBufferPointer(rebasing: read[0..<n])) { run in
+                    decoder.decode(run) { fix in output.emit(fix) }
+                }
             }
         }
-        decoder.finish(emit: emit)
-        failed = !flush(&output) || failed
+        decoder.finish { fix in output.emit(fix) }
+        output.flushAll()
         if stats {
             let s = decoder.statistics
             let f = s.framing
@@ -102,7 +91,41 @@ enum DecodeCommand {
 
                 """)
         }
-        return failed ? .ioError : .ok
+        return output.failed ? .ioError : .ok
+    }
+
+    /// The JSON lines of the fixes decoded so far, written to standard output in blocks of 64 KiB.
+    struct Output {
+        /// Whether SKY lines are printed.
+        let sky: Bool
+        /// True once a write to standard output failed.
+        private(set) var failed = false
+        private var encoder = GPSDEncoder()
+        private var buffer: [UInt8] = []
+        private var lastSky: (dop: DilutionOfPrecision, satellites: [Satellite], used: Int?)? = nil
+
+        init(sky: Bool) {
+            self.sky = sky
+            buffer.reserveCapacity(1 << 17)
+        }
+
+        /// Prints a TPV for `fix`, and a SKY after it when the satellite view or the DOPs changed (gpsd
+        /// reports SKY once per GSV/GSA cycle).
+        mutating func emit(_ fix: Fix) {
+            encoder.appendTPV(fix, to: &buffer)
+            if sky && (!fix.satellites.isEmpty || !fix.dop.isEmpty),
+               lastSky == nil || lastSky!.dop != fix.dop || lastSky!.used != fix.satellitesUsed
+                || lastSky!.satellites != fix.satellites {
+                encoder.appendSKY(fix, to: &buffer)
+                lastSky = (fix.dop, fix.satellites, fix.satellitesUsed)
+            }
+            if buffer.count >= 1 << 16 { flushAll() }
+        }
+
+        /// Writes what is buffered.
+        mutating func flushAll() {
+            failed = !DecodeCommand.flush(&buffer) || failed
+        }
     }
 
     /// Writes all of `buffer` to standard output and empties it; false on a write error (e.g. EPIPE).
