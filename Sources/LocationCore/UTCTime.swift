@@ -7,9 +7,11 @@ public struct CivilDate: Hashable, Comparable, Sendable {
     /// Day of month, 1...31.
     public var day: Int
 
-    /// Creates a date; returns nil when the fields do not name a real day.
+    /// Creates a date; returns nil when the fields do not name a real day of the years 1–9999 (the range
+    /// ISO 8601 writes with four digits; anything else from a receiver is garbage).
     public init?(year: Int, month: Int, day: Int) {
-        guard (1...12).contains(month), day >= 1, day <= CivilDate.daysInMonth(year: year, month: month) else {
+        guard (1...9999).contains(year), (1...12).contains(month), day >= 1,
+              day <= CivilDate.daysInMonth(year: year, month: month) else {
             return nil
         }
         self.year = year
