@@ -146,47 +146,7 @@ func parseISO8601(_ text: String) -> UTCTime? {
 /// element is an object: for a `POLL` reply, the TPV exactly as the server wrote it. Strings (and the
 /// brackets inside them) are skipped correctly; nil when there is no such member or it is empty.
 func firstObjectElement(ofArrayMember member: String, in line: [UInt8]) -> ArraySlice<UInt8>? {
-    let quote = UInt8(ascii: "\""), backslash = UInt8(ascii: "\\")
-    let target = Array(member.utf8)
-    var depth = 0
-    var index = 0
-    var stringStart = 0
-    var lastString: ArraySlice<UInt8> = []
-    var lastKey: ArraySlice<UInt8> = []
-    var insideTarget = false
-    var elementStart: Int? = nil
-    while index < line.count {
-        let byte = line[index]
-        switch byte {
-        case quote:
-            stringStart = index + 1
-            index += 1
-            while index < line.count, line[index] != quote {
-                index += line[index] == backslash ? 2 : 1
-            }
-            guard index < line.count else { return nil }
-            lastString = line[stringStart..<index]
-        case UInt8(ascii: ":"):
-            if depth == 1 { lastKey = lastString }
-        case UInt8(ascii: "{"), UInt8(ascii: "["):
-            if insideTarget && depth == 2 {
-                guard byte == UInt8(ascii: "{") else { return nil }
-                elementStart = index
-            }
-            depth += 1
-            if byte == UInt8(ascii: "["), depth == 2, lastKey.elementsEqual(target) { insideTarget = true }
-        case UInt8(ascii: "}"), UInt8(ascii: "]"):
-            depth -= 1
-            if insideTarget {
-                if depth == 2, let start = elementStart { return line[start...index] }
-                if depth == 1 { return nil }
-            }
-        default:
-            break
-        }
-        index += 1
-    }
-    return nil
+    objectElements(ofArrayMember: member, in: line)?.first
 }
 
 /// Every element of the array member `member` of the JSON object in `line`, as text, when all of them

@@ -89,11 +89,10 @@ public struct FixSelector: Sendable {
     public mutating func replaceReceivers(_ receivers: [(name: String, priority: Int)], reset: Set<String>, now: Double) -> Action {
         var updated: [String: Entry] = [:]
         for (i, r) in receivers.enumerated() {
-            var entry = reset.contains(r.name) ? nil : entries[r.name]
-            entry = entry ?? Entry(name: r.name, priority: r.priority, order: i)
-            entry!.priority = r.priority
-            entry!.order = i
-            updated[r.name] = entry
+            var kept = (reset.contains(r.name) ? nil : entries[r.name]) ?? Entry(name: r.name, priority: r.priority, order: i)
+            kept.priority = r.priority
+            kept.order = i
+            updated[r.name] = kept
         }
         entries = updated
         return reselect(now: now)
