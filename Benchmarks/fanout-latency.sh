@@ -125,7 +125,9 @@ fi
 
 # Descriptors: 1000 clients on each side, plus the daemon's own. Inherited by the harness and daemons.
 max_clients=0
-for n in $LOCATIOND_CLIENTS $GPSD_CLIENTS $REFERENCE_CLIENTS; do [ "$n" -gt "$max_clients" ] && max_clients=$n; done
+for n in $LOCATIOND_CLIENTS $GPSD_CLIENTS $REFERENCE_CLIENTS; do
+    if [ "$n" -gt "$max_clients" ]; then max_clients=$n; fi
+done
 want=$((max_clients + 256))
 [ "$want" -lt 4096 ] && want=4096
 hard=$(ulimit -Hn)
@@ -143,6 +145,7 @@ free_port() { # a localhost TCP port nobody listens on
 
 declare -A result
 order=()
+last_dir=""
 # run_once KIND CLIENTS: one bounded run; stores the harness's RESULT line in result[KIND-CLIENTS].
 run_once() {
     local kind=$1 n=$2 dir target watch port="" rc=0 waited=0 dump=()
@@ -159,7 +162,7 @@ run_once() {
         watch='{"class":"WATCH","enable":true}'
         ;;
     esac
-    [ -n "$DUMP_DIR" ] && mkdir -p "$DUMP_DIR" && dump=(--dump "$DUMP_DIR/$kind-$n.txt")
+    if [ -n "$DUMP_DIR" ]; then dump=(--dump "$dir/dump.txt"); fi
     echo "run: $kind, $n clients (load average $(cut -d' ' -f1-3 /proc/loadavg))" >&2
     "${pin_harness[@]}" "$work/harness" --capture "$CAPTURE" --pty-file "$dir/pty" --pid-file "$dir/pid" "${target[@]}" \
         --watch "$watch" --clients "$n" --warmup "$WARMUP" --epochs "$EPOCHS" --label "$kind" "${dump[@]}" \
@@ -216,6 +219,7 @@ EOF
         exit 1
     fi
     result[$kind-$n]=$(grep '^RESULT ' "$dir/result")
+    last_dir=$dir
 }
 
 field() { # field RESULT-LINE KEY
@@ -227,7 +231,7 @@ noisy() { # noisy RESULT-LINE: other processes used more than NOISY % of a CPU d
 }
 
 wait_quiet() { # wait_quiet SECONDS: until a second passes with the machine's CPUs under NOISY % busy in all
-    local a b i
+    local a b i a1 a2 a3 a6 a7 b1 b2 b3 b6 b7
     for ((i = 0; i < $1; i++)); do
         read -r _ a1 a2 a3 _ _ a6 a7 _ < /proc/stat
         sleep 1
@@ -241,12 +245,13 @@ wait_quiet() { # wait_quiet SECONDS: until a second passes with the machine's CP
 # run KIND CLIENTS: run_once; while other processes disturbed the run (see noisy) and retries and time
 # are left, wait (up to 20 s) for a quiet second and run again. The least disturbed run counts.
 run() {
-    local kind=$1 n=$2 tries=0 best="" r
+    local kind=$1 n=$2 tries=0 best="" best_dir="" r
     while :; do
         run_once "$kind" "$n"
         r=${result[$kind-$n]}
         if [ -z "$best" ] || awk -v a="$(field "$r" other_cpu_pct)" -v b="$(field "$best" other_cpu_pct)" 'BEGIN { exit !(a < b) }'; then
             best=$r
+            best_dir=$last_dir
         fi
         tries=$((tries + 1))
         if ! noisy "$best" || [ $tries -gt "$RETRIES" ] || [ $((SECONDS - runs_started)) -gt "$TIME_BUDGET" ]; then
@@ -257,6 +262,10 @@ run() {
     done
     result[$kind-$n]=$best
     order+=("$kind-$n")
+    if [ -n "$DUMP_DIR" ]; then
+        mkdir -p "$DUMP_DIR"
+        cp "$best_dir/dump.txt" "$DUMP_DIR/$kind-$n.txt"
+    fi
 }
 
 runs_started=$SECONDS
@@ -271,12 +280,12 @@ for n in $REFERENCE_CLIENTS; do run reference "$n"; done
 echo
 printf '%-10s %7s %9s %9s %9s %8s %8s %9s %8s %8s %8s\n' daemon clients 'p50 ms' 'p99 ms' 'max ms' 'CPU %' 'RSS MiB' 'anon MiB' 'TPVs/ep' 'got TPV' 'other %'
 mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
-noisy=no
+flagged=no
 for key in "${order[@]}"; do
     r=${result[$key]}
     other=$(field "$r" other_cpu_pct)
     mark=""
-    if noisy "$r"; then mark=" *"; noisy=yes; fi
+    if noisy "$r"; then mark=" *"; flagged=yes; fi
     printf '%-10s %7s %9s %9s %9s %8s %8s %9s %8s %8s%% %7s%s\n' "$(field "$r" label)" "$(field "$r" clients)" \
         "$(field "$r" p50_ms)" "$(field "$r" p99_ms)" "$(field "$r" max_ms)" "$(field "$r" cpu_pct)" \
         "$(mib "$(field "$r" rss_kb)")" "$(mib "$(field "$r" anon_kb)")" "$(field "$r" tpv_per_epoch)" "$(field "$r" coverage)" \
@@ -285,7 +294,7 @@ done
 echo "(delay: first TPV of each measured epoch at each client; CPU: the daemon's CPU-time clock over the"
 echo " measured window, % of one CPU; RSS: the largest VmRSS sampled, anon: the largest RssAnon; got TPV: client-epochs"
 echo " with a TPV; other: CPU used meanwhile by every other process on the machine, % of one CPU)"
-if [ $noisy = yes ]; then
+if [ $flagged = yes ]; then
     echo "* other processes used more than $NOISY % of a CPU during this run (after $RETRIES retries at most): its delays"
     echo "  are not trustworthy; rerun on a quiet machine"
 fi
