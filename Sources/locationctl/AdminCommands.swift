@@ -71,22 +71,12 @@ enum GrantsCommand {
         """
 
     static func run(_ arguments: [String], socketPath globalSocketPath: String?) async -> ExitCode {
-        var json = false
-        var options = OptionReader(arguments)
-        do throws(UsageError) {
-            while let option = try options.next() {
-                switch option {
-                case "-h", "--help":
-                    writeStandardOutput(help)
-                    return .ok
-                case "--json": json = true
-                default: throw UsageError(message: "unexpected argument '\(option)'")
-                }
-            }
-        } catch {
-            return usageFailure("grants", error, help: help)
+        let json: Bool, socketPath: String?
+        switch readJSONOnlyOptions(arguments, command: "grants", help: help) {
+        case let .run(j, path): (json, socketPath) = (j, path)
+        case .exit(let code): return code
         }
-        return await withClient("grants", socketPath: options.socketPath ?? globalSocketPath) { client in
+        return await withClient("grants", socketPath: socketPath ?? globalSocketPath) { client in
             let list = try await client.grants()
             return writeStandardOutput(json ? (list.json ?? "") + "\n" : render(list)) ? .ok : .ioError
         }

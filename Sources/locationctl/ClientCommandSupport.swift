@@ -93,6 +93,34 @@ struct OptionReader {
     }
 }
 
+/// What `readJSONOnlyOptions` found.
+enum JSONOnlyOptions {
+    case run(json: Bool, socketPath: String?)
+    case exit(ExitCode)
+}
+
+/// Reads the options of a command whose only own option is `--json` (besides `--help` and `--socket`).
+/// - Returns: `.run` with the `--json` flag and the socket path given, or `.exit` with the code to
+///   return now (0 after `--help`, 64 on a usage error).
+func readJSONOnlyOptions(_ arguments: [String], command: String, help: String) -> JSONOnlyOptions {
+    var json = false
+    var options = OptionReader(arguments)
+    do throws(UsageError) {
+        while let option = try options.next() {
+            switch option {
+            case "-h", "--help":
+                writeStandardOutput(help)
+                return .exit(.ok)
+            case "--json": json = true
+            default: throw UsageError(message: "unexpected argument '\(option)'")
+            }
+        }
+    } catch {
+        return .exit(usageFailure(command, error, help: help))
+    }
+    return .run(json: json, socketPath: options.socketPath)
+}
+
 /// Prints a usage error and the help to standard error; returns 64.
 func usageFailure(_ command: String, _ error: UsageError, help: String) -> ExitCode {
     writeStandardError("locationctl \(command): \(error.message)\n\(help)")

@@ -22,24 +22,14 @@ enum StatusCommand {
         """
 
     static func run(_ arguments: [String], socketPath globalSocketPath: String?) async -> ExitCode {
-        var json = false
-        var options = OptionReader(arguments)
-        do throws(UsageError) {
-            while let option = try options.next() {
-                switch option {
-                case "-h", "--help":
-                    writeStandardOutput(help)
-                    return .ok
-                case "--json": json = true
-                default: throw UsageError(message: "unexpected argument '\(option)'")
-                }
-            }
-        } catch {
-            return usageFailure("status", error, help: help)
+        let json: Bool, socketPath: String?
+        switch readJSONOnlyOptions(arguments, command: "status", help: help) {
+        case let .run(j, path): (json, socketPath) = (j, path)
+        case .exit(let code): return code
         }
 
         do {
-            let client = try await LocationClient.connect(socketPath: options.socketPath ?? globalSocketPath)
+            let client = try await LocationClient.connect(socketPath: socketPath ?? globalSocketPath)
             defer { client.close() }
             let status = try await client.status()
             let text = json ? (status.json ?? "") + "\n" : render(status, release: client.serverRelease)
