@@ -13,7 +13,11 @@
 #   LOCATIOND_CLIENTS  client counts for locationd (default "1 50 100 1000")
 #   GPSD_CLIENTS       client counts for gpsd (default "1 50"; 50 stays within gpsd's client limit)
 #   REFERENCE_CLIENTS  client counts for the reference fan-out (default "1 1000"); "" skips it
-#   PIN                yes (default): harness on the last CPU, daemon on the others (taskset); no: unpinned
+#   PIN                yes (default): harness on the last CPU, daemon on the others (taskset), and the
+#                      harness polls epoll without sleeping while it waits for an epoch; no: unpinned
+#   STAMP              ready (default): a TPV's arrival is when its client's socket reported it readable;
+#                      read: when the harness's read of it returned (the harness then reads N sockets in
+#                      turn, ~3.5 us each, so at 1000 clients that floor dominates the delays)
 #   DUMP_DIR           if set, every run's per-client-epoch delays are written there (KIND-CLIENTS.txt)
 #   NOISY, RETRIES, TIME_BUDGET
 #                      a run during which other processes used more than NOISY % of a CPU (default 10) is
@@ -26,7 +30,10 @@
 # one epoch at a time (one write() per epoch, every 100 ms) into the pty master and records the
 # CLOCK_MONOTONIC time at which the write of each epoch returned. Every TPV a client reads is matched to
 # its epoch by its "time" (time of day to the millisecond = the epoch's NMEA UTC time); its delay is the
-# arrival time (when the harness's read that completed the line returned) minus the epoch's write time.
+# arrival time minus the epoch's write time. The arrival (STAMP=ready) is when epoll last reported new
+# bytes on that client's socket before the harness read it, provided the TPV was the last line the client
+# had: the TPV was in the socket then, whatever the harness's own reading of N sockets costs afterwards;
+# otherwise (or with STAMP=read), when the harness's read that completed the line returned.
 # An epoch starts at each GGA/RMC/GLL/GNS/ZDA whose time differs from the current epoch's. Both daemons
 # send one TPV per epoch on this capture (gpsd on the cycle's RMC, after a SKY; locationd after the
 # cycle's last sentence, VTG; the epoch reaches both in one read); if a daemon sent several, the first
@@ -62,6 +69,7 @@ LOCATIOND_CLIENTS=${LOCATIOND_CLIENTS-1 50 100 1000}
 GPSD_CLIENTS=${GPSD_CLIENTS-1 50}
 REFERENCE_CLIENTS=${REFERENCE_CLIENTS-1 1000}
 PIN=${PIN:-yes}
+STAMP=${STAMP:-ready}
 NOISY=${NOISY:-10}
 RETRIES=${RETRIES:-2}
 TIME_BUDGET=${TIME_BUDGET:-150}
@@ -117,10 +125,12 @@ gcc -O2 -Wall -o "$work/reference" Benchmarks/fanout/reference.c
 # CPU (a Unix-socket send wakes the reader on the sender's CPU otherwise) and runs are comparable.
 pin_harness=()
 pin_daemon=()
+spin=no
 cpus=$(nproc)
 if [ "$PIN" = yes ] && [ "$cpus" -ge 2 ] && command -v taskset >/dev/null 2>&1; then
     pin_harness=(taskset -c $((cpus - 1)))
     pin_daemon=(taskset -c 0-$((cpus - 2)))
+    spin=yes  # the harness has a CPU of its own: it polls instead of sleeping while it waits for a fan-out
 fi
 
 # Descriptors: 1000 clients on each side, plus the daemon's own. Inherited by the harness and daemons.
@@ -166,6 +176,7 @@ run_once() {
     echo "run: $kind, $n clients (load average $(cut -d' ' -f1-3 /proc/loadavg))" >&2
     "${pin_harness[@]}" "$work/harness" --capture "$CAPTURE" --pty-file "$dir/pty" --pid-file "$dir/pid" "${target[@]}" \
         --watch "$watch" --clients "$n" --warmup "$WARMUP" --epochs "$EPOCHS" --label "$kind" "${dump[@]}" \
+        --stamp "$STAMP" --spin "$spin" \
         > "$dir/result" 2> "$dir/harness.log" &
     harness_pid=$!
     while [ ! -s "$dir/pty" ]; do

@@ -10,9 +10,13 @@
  *      --tcp HOST:PORT, sends each the WATCH request, and waits until every client got its WATCH reply,
  *   4. replays the epochs at one per --period-ms (default 100 ms, i.e. 10 Hz): one write() of the whole
  *      epoch to the pty master; the CLOCK_MONOTONIC time after the write returned is the epoch's time,
- *   5. reads every client, stamps each TPV line with CLOCK_MONOTONIC when the read that completed it
- *      returned, and matches it to its epoch by the TPV's "time" (time of day, ms) against the epoch's
- *      NMEA time, searching back from the last epoch written,
+ *   5. after each write, waits until the clients' sockets report new bytes (epoll, edge-triggered;
+ *      polled without sleeping with --spin yes) and stamps each with the time of its last report, then
+ *      reads them all; a TPV that was the last line a client had is stamped with that report time
+ *      (--stamp ready, the default: when the TPV was in the client's socket, whatever the harness's own
+ *      reading of N sockets costs), any other line with the time the read that completed it returned
+ *      (--stamp read: every line so); each TPV is matched to its epoch by its "time" (time of day, ms)
+ *      against the epoch's NMEA time, searching back from the last epoch written,
  *   6. after --warmup epochs, measures --epochs epochs: delay = first TPV of the epoch at a client minus
  *      the epoch's write time, over all clients and epochs; the daemon's CPU over the measured window,
  *      which runs from the write of the first measured epoch to one period after the write of the last:
@@ -38,6 +42,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -246,6 +251,7 @@ struct client {
     int subscribed;     /* got the WATCH reply */
     int closed;
     size_t have;        /* bytes of an incomplete line in buf */
+    long long last_tpv_slot;  /* slot of the last line read if it was a TPV, else -1 */
     char buf[LINE_MAX_BYTES];
 };
 
@@ -293,6 +299,7 @@ static int find_epoch(int time_ms) {  /* the latest written epoch with this time
 
 static void handle_line(int c, const char *line, size_t length, double at) {
     lines_total++;
+    clients[c].last_tpv_slot = -1;
     if (!memmem(line, length, "\"class\":\"TPV\"", 13)) {
         if (!clients[c].subscribed && memmem(line, length, "\"class\":\"WATCH\"", 15)) clients[c].subscribed = 1;
         return;
@@ -314,51 +321,110 @@ static void handle_line(int c, const char *line, size_t length, double at) {
     if (tpv_count[slot] == 0) first_at[slot] = at;
     last_at[slot] = at;
     if (tpv_count[slot] < 65535) tpv_count[slot]++;
+    clients[c].last_tpv_slot = (long long)slot;
 }
 
 static int epfd;
 static int closed_clients;
 static char readbuf[65536];
 
+/* Reads client c until EAGAIN (its descriptor is edge-triggered), stamping each line with the time the
+ * read that completed it returned. */
 static void read_client(int c) {
     struct client *cl = &clients[c];
-    ssize_t n = read(cl->fd, readbuf, sizeof readbuf);
-    double at = now_s();
-    if (n < 0) {
-        if (errno == EAGAIN || errno == EINTR) return;
-        fprintf(stderr, "harness: client %d: read: %s\n", c, strerror(errno));
-    }
-    if (n <= 0) {
-        if (n == 0 && cl->have) fprintf(stderr, "harness: client %d closed; last bytes: %.*s\n", c, (int)cl->have, cl->buf);
-        epoll_ctl(epfd, EPOLL_CTL_DEL, cl->fd, NULL);
-        close(cl->fd);
-        cl->closed = 1;
-        closed_clients++;
-        return;
-    }
-    size_t start = 0;
-    for (size_t i = 0; i < (size_t)n; i++) {
-        if (readbuf[i] != '\n') continue;
-        if (cl->have) {
-            size_t add = i - start;
-            if (cl->have + add <= sizeof cl->buf) {
-                memcpy(cl->buf + cl->have, readbuf + start, add);
-                handle_line(c, cl->buf, cl->have + add, at);
+    for (;;) {
+        ssize_t n = read(cl->fd, readbuf, sizeof readbuf);
+        double at = now_s();
+        if (n < 0) {
+            if (errno == EAGAIN) return;
+            if (errno == EINTR) continue;
+            fprintf(stderr, "harness: client %d: read: %s\n", c, strerror(errno));
+        }
+        if (n <= 0) {
+            if (n == 0 && cl->have) fprintf(stderr, "harness: client %d closed; last bytes: %.*s\n", c, (int)cl->have, cl->buf);
+            epoll_ctl(epfd, EPOLL_CTL_DEL, cl->fd, NULL);
+            close(cl->fd);
+            cl->closed = 1;
+            closed_clients++;
+            return;
+        }
+        size_t start = 0;
+        for (size_t i = 0; i < (size_t)n; i++) {
+            if (readbuf[i] != '\n') continue;
+            if (cl->have) {
+                size_t add = i - start;
+                if (cl->have + add <= sizeof cl->buf) {
+                    memcpy(cl->buf + cl->have, readbuf + start, add);
+                    handle_line(c, cl->buf, cl->have + add, at);
+                }
+                cl->have = 0;
+            } else {
+                handle_line(c, readbuf + start, i - start, at);
             }
-            cl->have = 0;
-        } else {
-            handle_line(c, readbuf + start, i - start, at);
+            start = i + 1;
         }
-        start = i + 1;
+        size_t rest = (size_t)n - start;
+        if (rest) {
+            if (cl->have + rest <= sizeof cl->buf) {
+                memcpy(cl->buf + cl->have, readbuf + start, rest);
+                cl->have += rest;
+            } else {
+                cl->have = 0;  /* an over-long line: dropped */
+            }
+        }
     }
-    size_t rest = (size_t)n - start;
-    if (rest) {
-        if (cl->have + rest <= sizeof cl->buf) {
-            memcpy(cl->buf + cl->have, readbuf + start, rest);
-            cl->have += rest;
-        } else {
-            cl->have = 0;  /* an over-long line: dropped */
+}
+
+/* ---------- stamping at readiness ---------- */
+
+/* After an epoch is written: wait for the clients' sockets to become readable without reading them, and
+ * stamp each with the time epoll reported new bytes on it (edge-triggered, so every arrival after the
+ * last drain is one more report). The wait ends when every open client has reported and nothing new came
+ * for 2 ms, or 30 ms after the write. Then every client that reported is read; if the last line it had
+ * was a TPV, the first of its epoch at that client, and nothing followed it, that TPV was in the socket
+ * by the client's last report, so its arrival is that report's time — an upper bound on the true arrival,
+ * off by at most one epoll_wait, independent of how long the harness then takes to read N sockets. Any
+ * other case keeps the read-time stamp (also an upper bound). With --spin the wait polls epoll_wait(0)
+ * instead of sleeping, so no report waits for the harness to wake up. */
+static double *edge_at;
+static int *edge_list;
+static long long ready_stamped, read_stamped;
+static int opt_spin, opt_stamp_ready = 1;
+
+static void await_epoch(double written, struct epoll_event *events, int master, char *drain, size_t drain_size) {
+    int reported = 0, open_clients = client_count - closed_clients;
+    double last_report = written;
+    for (;;) {
+        int n = epoll_wait(epfd, events, 1024, opt_spin ? 0 : 1);
+        if (n < 0 && errno != EINTR) die("epoll_wait: %s", strerror(errno));
+        /* Polling, give way to anything else runnable on this CPU: the pty's flush work, queued on the
+         * CPU that wrote the epoch, would otherwise wait for the harness's time slice to end. */
+        if (opt_spin && n == 0) sched_yield();
+        double at = now_s();
+        for (int i = 0; i < n; i++) {
+            uint32_t id = events[i].data.u32;
+            if (id == 0xFFFFFFFEu) { while (read(master, drain, drain_size) > 0) {} continue; }
+            if (id >= (uint32_t)client_count) continue;  /* the timer: left for the main loop */
+            if (edge_at[id] == 0) edge_list[reported++] = (int)id;
+            edge_at[id] = at;
+            last_report = at;
         }
+        if (reported >= open_clients && at - last_report >= 0.002) break;
+        if (at - written >= 0.030) break;
+    }
+    for (int k = 0; k < reported; k++) {
+        int c = edge_list[k];
+        struct client *cl = &clients[c];
+        cl->last_tpv_slot = -1;
+        if (!cl->closed) read_client(c);
+        long long s = cl->last_tpv_slot;
+        if (opt_stamp_ready && !cl->closed && s >= 0 && cl->have == 0 && tpv_count[s] == 1 && first_at[s] >= edge_at[c]) {
+            first_at[s] = last_at[s] = edge_at[c];
+            ready_stamped++;
+        } else {
+            read_stamped++;
+        }
+        edge_at[c] = 0;
     }
 }
 
@@ -380,7 +446,7 @@ static void usage(void) {
     fprintf(stderr,
         "usage: harness --capture FILE --pty-file FILE --pid-file FILE (--unix PATH | --tcp HOST:PORT)\n"
         "               --watch REQUEST --clients N [--warmup W] [--epochs E] [--period-ms MS] [--label NAME]\n"
-        "               [--dump FILE]\n");
+        "               [--dump FILE] [--stamp ready|read] [--spin yes|no]\n");
     exit(64);
 }
 
@@ -404,6 +470,12 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--period-ms")) period_ms = atoi(v);
         else if (!strcmp(a, "--label")) label = v;
         else if (!strcmp(a, "--dump")) dump = v;
+        else if (!strcmp(a, "--spin")) opt_spin = !strcmp(v, "yes");
+        else if (!strcmp(a, "--stamp")) {
+            if (!strcmp(v, "ready")) opt_stamp_ready = 1;
+            else if (!strcmp(v, "read")) opt_stamp_ready = 0;
+            else usage();
+        }
         else usage();
     }
     if (!capture || !pty_file || !pid_file || !watch || (!opt_unix == !opt_tcp) || client_count < 1 ||
@@ -487,7 +559,7 @@ int main(int argc, char **argv) {
         if (write(clients[c].fd, request, watch_length + 1) != (ssize_t)(watch_length + 1))
             die("client %d: write: %s", c, strerror(errno));
         fcntl(clients[c].fd, F_SETFL, fcntl(clients[c].fd, F_GETFL) | O_NONBLOCK);
-        struct epoll_event ev = { .events = EPOLLIN, .data.u32 = (uint32_t)c };
+        struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u32 = (uint32_t)c };
         if (epoll_ctl(epfd, EPOLL_CTL_ADD, clients[c].fd, &ev) != 0) die("epoll_ctl: %s", strerror(errno));
     }
     {
@@ -497,7 +569,9 @@ int main(int argc, char **argv) {
     first_at = calloc((size_t)client_count * (size_t)epoch_count, sizeof *first_at);
     last_at = calloc((size_t)client_count * (size_t)epoch_count, sizeof *last_at);
     tpv_count = calloc((size_t)client_count * (size_t)epoch_count, sizeof *tpv_count);
-    if (!first_at || !last_at || !tpv_count) die("out of memory");
+    edge_at = calloc((size_t)client_count, sizeof *edge_at);
+    edge_list = calloc((size_t)client_count, sizeof *edge_list);
+    if (!first_at || !last_at || !tpv_count || !edge_at || !edge_list) die("out of memory");
 
     struct epoll_event events[1024];
     char drain[4096];
@@ -575,6 +649,7 @@ int main(int argc, char **argv) {
                     }
                     ep->written = now_s();
                     last_written = j;
+                    await_epoch(ep->written, events, master, drain, sizeof drain);
                     if (j == warmup) {
                         ticks_start = daemon_ticks();
                         cpu_start = daemon_cpu_seconds();
@@ -653,14 +728,16 @@ int main(int argc, char **argv) {
             "         first TPV delay ms: min %.3f  p50 %.3f  p99 %.3f  max %.3f;  last TPV p50 %.3f p99 %.3f\n"
             "         daemon CPU %.3f%% over %.2f s (CPU-time clock; utime+stime %lld ticks = %.2f%%), VmRSS max %ld kB (RssAnon max %ld kB; whole run %ld kB, VmHWM %ld kB), threads max %d\n"
             "         harness CPU %.2f%%; other processes %.1f%% of a CPU, steal %.1f%% (interference)\n"
-            "         %lld TPVs unmatched, %lld without time, %d write stalls, subscribed %.2f s before the first write\n",
+            "         %lld TPVs unmatched, %lld without time, %d write stalls, subscribed %.2f s before the first write\n"
+            "         stamped at readiness: %lld client-epoch reads, at the read: %lld (--stamp %s, --spin %s)\n",
             label, client_count, samples, max_samples, coverage, (double)tpvs_measured / (double)samples, closed_clients,
             pmin, p50, p99, pmax, l50, l99, cpu_precise, window, ticks_end - ticks_start, cpu, rss_max_kb, anon_max_kb, rss_max_all_kb, hwm_kb,
-            threads_max, self_cpu, other, steal, unmatched_tpvs, tpvs_without_time, write_stalls, epochs[0].written - subscribed_at);
+            threads_max, self_cpu, other, steal, unmatched_tpvs, tpvs_without_time, write_stalls, epochs[0].written - subscribed_at,
+            ready_stamped, read_stamped, opt_stamp_ready ? "ready" : "read", opt_spin ? "yes" : "no");
     printf("RESULT label=%s clients=%d epochs=%d samples=%zu coverage=%.1f tpv_per_epoch=%.2f p50_ms=%.3f p99_ms=%.3f "
-           "max_ms=%.3f last_p50_ms=%.3f last_p99_ms=%.3f cpu_pct=%.3f stat_cpu_pct=%.2f rss_kb=%ld anon_kb=%ld hwm_kb=%ld closed=%d harness_cpu_pct=%.2f other_cpu_pct=%.1f steal_pct=%.1f\n",
+           "max_ms=%.3f last_p50_ms=%.3f last_p99_ms=%.3f cpu_pct=%.3f stat_cpu_pct=%.2f rss_kb=%ld anon_kb=%ld hwm_kb=%ld closed=%d harness_cpu_pct=%.2f other_cpu_pct=%.1f steal_pct=%.1f ready_stamped=%lld read_stamped=%lld\n",
            label, client_count, measured, samples, coverage, (double)tpvs_measured / (double)samples, p50, p99, pmax, l50,
-           l99, cpu_precise, cpu, rss_max_kb, anon_max_kb, hwm_kb, closed_clients, self_cpu, other, steal);
+           l99, cpu_precise, cpu, rss_max_kb, anon_max_kb, hwm_kb, closed_clients, self_cpu, other, steal, ready_stamped, read_stamped);
     fflush(stdout);
     (void)multi;
     return closed_clients ? 2 : 0;
