@@ -28,7 +28,12 @@ final class ClientSession {
 
     // Policy.
     /// The one-time grant and temporary full accuracy of this connection.
-    var policy = SessionAuthorization()
+    var policy = SessionAuthorization() { didSet { cachedAuthorization = nil } }
+    /// The authorization last computed (`SocketServer.authorization(of:now:)`): it holds while the
+    /// policy's generation is `cachedGeneration` and the wall clock is before `cachedUntil`.
+    var cachedAuthorization: AuthorizationState?
+    var cachedGeneration = 0
+    var cachedUntil = 0.0
     /// Display text the client declared (AUTHORIZE name): shown to the agent, never a key.
     var displayName: String?
     /// The authorization last sent to the client.
@@ -44,7 +49,8 @@ final class ClientSession {
     var subscribed = false
     var minInterval = 0.0
     var distanceFilter = 0.0
-    var lastDelivered: Fix?
+    /// Where the last delivered location report was (degrees), for the distance filter.
+    var lastDeliveredPosition: (latitude: Double, longitude: Double)?
     var lastDeliveredAt = -Double.infinity
     /// The last STATE told: nil before any, true with a fix, false without.
     var toldFix: Bool?

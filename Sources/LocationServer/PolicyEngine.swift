@@ -12,6 +12,12 @@ public final class PolicyEngine: @unchecked Sendable {
     public let adminGroup: String
     var fudger: LocationFudger
     let log: Log
+    /// Changes whenever the rules or the grants do: an authorization computed under another generation is
+    /// stale (the per-client cache in `SocketServer.authorization(of:now:)`).
+    private(set) var generation = 1
+    /// The earliest expiry of a persistent grant (Unix seconds), for this generation: until then no
+    /// stored grant changes by itself.
+    private var earliestExpiry: (generation: Int, times: [Double]) = (0, [])
 
     /// - Parameters:
     ///   - stateDirectory: holds grants.json, audit.jsonl and fudger.secret.
@@ -32,6 +38,22 @@ public final class PolicyEngine: @unchecked Sendable {
             fudger = LocationFudger(gridMeters: new.defaults.reducedGrid, secret: secret.secret, originHour: secret.originHour)
         }
         rules = new
+        generation += 1
+    }
+
+    /// Changes the stored grants and writes them durably (`GrantStore.update`).
+    /// - Throws: `Errno` when the file cannot be written (the grants in memory change all the same).
+    func updateGrants(_ change: (inout GrantSet) -> Void) throws(Errno) {
+        generation += 1
+        try store.update(change)
+    }
+
+    /// The first persistent-grant expiry after `now` (Unix seconds), or infinity.
+    func nextGrantExpiry(after now: Double) -> Double {
+        if earliestExpiry.generation != generation {
+            earliestExpiry = (generation, store.grants.persistent.compactMap(\.expires).sorted())
+        }
+        return earliestExpiry.times.first { $0 > now } ?? .infinity
     }
 
     /// The client's current authorization.

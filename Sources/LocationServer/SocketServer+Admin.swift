@@ -90,7 +90,7 @@ extension SocketServer {
                 $0.persistent.append(stored)
             }
         }
-        let state = policy.state(session.identity, session.policy, now: now)
+        let state = authorization(of: session, now: now)
         policy.record("decision", identity: session.identity, name: session.displayName, request: pending.request,
                       status: state.status.rawValue, accuracy: state.accuracy?.rawValue, reason: "agent \(by) answered \(answer)")
         if !session.closed {

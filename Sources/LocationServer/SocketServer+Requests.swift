@@ -34,7 +34,7 @@ extension SocketServer {
             authorize(session, .authorize(kind == "persistent" ? .persistent : .once, accuracy == "reduced" ? .reduced : .full),
                       request: "AUTHORIZE")
         case .authorization:
-            announce(session, policy.state(session.identity, session.policy, now: wallClockSeconds()), force: true)
+            announce(session, authorization(of: session, now: wallClockSeconds()), force: true)
         case let .fullAccuracy(key):
             authorize(session, .temporaryFullAccuracy(purposeKey: key), request: "FULLACCURACY")
         case .agent, .answer, .grants, .grant, .revoke, .audit:
@@ -44,7 +44,7 @@ extension SocketServer {
 
     /// Refuses location to an unauthorized client: its status, then an ERROR; never a location.
     private func requireAuthorization(_ session: ClientSession, request: String) -> AuthorizationState? {
-        let state = policy.state(session.identity, session.policy, now: wallClockSeconds())
+        let state = authorization(of: session, now: wallClockSeconds())
         guard state.status.isAuthorized else {
             policy.record("decision", identity: session.identity, name: session.displayName, request: request,
                           status: state.status.rawValue, accuracy: nil, reason: state.reason)
@@ -65,7 +65,7 @@ extension SocketServer {
         session.subscribed = true
         session.minInterval = minInterval
         session.distanceFilter = distanceFilter
-        session.lastDelivered = nil
+        session.lastDeliveredPosition = nil
         session.lastDeliveredAt = -Double.infinity
         session.toldFix = nil
         send(session, ServerMessage.watch(enable: true, minInterval: minInterval, distanceFilter: distanceFilter))
@@ -88,8 +88,9 @@ extension SocketServer {
         guard requireAuthorization(session, request: "POLL") != nil else { return }
         let id = session.nextPoll
         session.nextPoll += 1
-        let item = DispatchWorkItem { [weak self, weak session] in
-            guard let self, let session, !session.closed, session.polls.removeValue(forKey: id) != nil else { return }
+        let client = session.id
+        let item = DispatchWorkItem { [weak self] in
+            guard let self, let session = self.sessions[client], session.polls.removeValue(forKey: id) != nil else { return }
             self.send(session, ServerMessage.error(request: "POLL", message: "no fix within \(Self.seconds(timeout))"))
         }
         session.polls[id] = item
@@ -114,7 +115,7 @@ extension SocketServer {
                 persist { $0.preapprovals.remove(at: index) }
             }
             scheduleOnceExpiry(session)
-            let state = policy.state(session.identity, session.policy, now: wall)
+            let state = authorization(of: session, now: wall)
             policy.record("decision", identity: session.identity, name: session.displayName, request: name,
                           status: state.status.rawValue, accuracy: state.accuracy?.rawValue, reason: reason)
             announce(session, state, force: true)
@@ -135,9 +136,10 @@ extension SocketServer {
     private func scheduleOnceExpiry(_ session: ClientSession) {
         guard let once = session.policy.once else { return }
         let delay = max(0, once.expires - wallClockSeconds()) + 0.01
-        let item = DispatchWorkItem { [weak self, weak session] in
-            guard let self, let session, !session.closed else { return }
-            let state = self.policy.state(session.identity, session.policy, now: wallClockSeconds())
+        let client = session.id
+        let item = DispatchWorkItem { [weak self] in
+            guard let self, let session = self.sessions[client] else { return }
+            let state = self.authorization(of: session, now: wallClockSeconds())
             if !state.status.isAuthorized { self.revokeStreaming(session, state); self.announce(session, state) }
         }
         queue.asyncAfter(deadline: .now() + delay, execute: item)
@@ -146,7 +148,7 @@ extension SocketServer {
     /// Writes the grant store; a failure is logged (the decision still holds in memory until restart).
     func persist(_ change: (inout GrantSet) -> Void) {
         do {
-            try policy.store.update(change)
+            try policy.updateGrants(change)
         } catch {
             log.error("cannot write the grant store", ["path": policy.store.path, "errno": error.description])
         }

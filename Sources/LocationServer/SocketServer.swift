@@ -84,9 +84,12 @@ public final class SocketServer: @unchecked Sendable {
     /// Number of connected clients.
     public var clientCount: Int { queue.sync { sessions.count } }
 
-    /// Publishes a fix (a no-fix tells subscribers the fix was lost).
+    /// Publishes a fix (a no-fix tells subscribers the fix was lost), on the caller's thread when the
+    /// server's queue is idle: no hand-off between the receiver that decoded the fix and the fan-out.
+    /// Waits only for the server's own work, which never blocks (sockets are non-blocking). The caller
+    /// must not be on the server's queue.
     public func publish(_ fix: Fix) {
-        queue.async { self.fanOut(fix) }
+        queue.sync { self.fanOut(fix) }
     }
 
     /// Stops accepting, tells every client why, and closes them.
@@ -143,9 +146,12 @@ public final class SocketServer: @unchecked Sendable {
         sessions[session.id] = session
         armSweep()
         log.info("client connected", context(session))
+        // Handlers find their session by id: a weak reference would give every session a side table
+        // and make each retain on the fan-out path a slow one.
+        let id = session.id
         let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
-        source.setEventHandler { [weak self, weak session] in
-            guard let self, let session else { return }
+        source.setEventHandler { [weak self] in
+            guard let self, let session = self.sessions[id] else { return }
             self.readRequests(session)
         }
         session.readSource = source
@@ -249,7 +255,7 @@ public final class SocketServer: @unchecked Sendable {
         var full: [UInt8]? = nil
         var reduced: (fix: Fix, tpv: [UInt8])?? = nil
         for session in sessions.values where session.subscribed || !session.polls.isEmpty {
-            let state = policy.state(session.identity, session.policy, now: wall)
+            let state = authorization(of: session, now: wall)
             guard state.status.isAuthorized, let accuracy = state.accuracy else {
                 revokeStreaming(session, state)
                 continue
@@ -281,24 +287,52 @@ public final class SocketServer: @unchecked Sendable {
                 send(session, ServerMessage.poll(tpv: payload.tpv))
                 noteDelivery(session, state, now: now)
             }
-            if session.subscribed { deliver(payload, to: session, state: state, now: now) }
+            if session.subscribed, takesDelivery(payload.fix, session, state: state, now: now) {
+                send(session, payload.tpv, isLocation: true)
+            }
         }
+    }
+
+    /// The client's authorization now: computed by the policy once, then kept until the rules or grants
+    /// change (`PolicyEngine.generation`), the session's own grants change, or a grant expires — so that
+    /// the fan-out does not evaluate rules and grants for every client on every fix.
+    func authorization(of session: ClientSession, now: Double) -> AuthorizationState {
+        if let cached = session.cachedAuthorization, session.cachedGeneration == policy.generation, now < session.cachedUntil {
+            return cached
+        }
+        let state = policy.state(session.identity, session.policy, now: now)
+        var until = policy.nextGrantExpiry(after: now)
+        if let once = session.policy.once, once.expires > now { until = min(until, once.expires) }
+        session.cachedAuthorization = state
+        session.cachedGeneration = policy.generation
+        session.cachedUntil = until
+        return state
     }
 
     /// Sends a location report to a subscriber if its filters let it through.
     func deliver(_ payload: (fix: Fix, tpv: [UInt8]), to session: ClientSession, state: AuthorizationState, now: Double) {
-        if now - session.lastDeliveredAt < session.minInterval { return }
-        if session.distanceFilter > 0, let last = session.lastDelivered, let la0 = last.latitude, let lo0 = last.longitude,
-           let la1 = payload.fix.latitude, let lo1 = payload.fix.longitude,
-           Geodesy.distance(latitude1: la0, longitude1: lo0, latitude2: la1, longitude2: lo1) < session.distanceFilter {
-            return
+        guard takesDelivery(payload.fix, session, state: state, now: now) else { return }
+        send(session, payload.tpv, isLocation: true)
+    }
+
+    /// Whether a subscriber's filters (minInterval, distanceFilter from the last delivered report) let this
+    /// report through now; if they do, it counts as delivered (and STATE tells a client that had been
+    /// told of a lost fix that it is back).
+    func takesDelivery(_ fix: Fix, _ session: ClientSession, state: AuthorizationState, now: Double) -> Bool {
+        if now - session.lastDeliveredAt < session.minInterval { return false }
+        if session.distanceFilter > 0, let last = session.lastDeliveredPosition,
+           let la1 = fix.latitude, let lo1 = fix.longitude,
+           Geodesy.distance(latitude1: last.latitude, longitude1: last.longitude, latitude2: la1, longitude2: lo1) < session.distanceFilter {
+            return false
         }
         if session.toldFix == false { tellState(session, fix: true) }
         session.toldFix = true
-        session.lastDelivered = payload.fix
+        if session.distanceFilter > 0, let la1 = fix.latitude, let lo1 = fix.longitude {
+            session.lastDeliveredPosition = (la1, lo1)
+        }
         session.lastDeliveredAt = now
-        send(session, payload.tpv, isLocation: true)
         noteDelivery(session, state, now: now)
+        return true
     }
 
     /// Audits a grant's first delivery, and paces reduced accuracy.
@@ -336,7 +370,7 @@ public final class SocketServer: @unchecked Sendable {
     func reevaluateAll(because: String? = nil) {
         let wall = wallClockSeconds()
         for session in sessions.values {
-            var state = policy.state(session.identity, session.policy, now: wall)
+            var state = authorization(of: session, now: wall)
             if !state.status.isAuthorized, let because { state.reason = because }
             if !state.status.isAuthorized {
                 if session.subscribed || !session.polls.isEmpty { revokeStreaming(session, state) } else if session.announced != nil { announce(session, state) }
@@ -373,12 +407,42 @@ public final class SocketServer: @unchecked Sendable {
 
     func send(_ session: ClientSession, _ bytes: [UInt8], isLocation: Bool = false) {
         guard !session.closed else { return }
+        if !session.hasPendingOutput {
+            // Nothing queued: the kernel takes the bytes straight from the caller's buffer, and the queue
+            // holds only what it does not take.
+            let sent: Int
+            switch bytes.withUnsafeBytes({ sendNoSignal(session.fd, $0) }) {
+            case .success(let n): sent = n
+            case .failure(let e): sent = -Int(e.rawValue)
+            }
+            settle(session, bytes, sent: sent, isLocation: isLocation)
+            return
+        }
         session.enqueue(bytes, isLocation: isLocation)
         if session.outboundBytes > limits.maxQueuedBytes {
             close(session, why: "more than \(limits.maxQueuedBytes) bytes queued")
             return
         }
         if session.writeSource == nil { flush(session) }
+    }
+
+    /// After a send() of `bytes` to an empty queue returned `sent` (bytes taken, or a negative errno):
+    /// counts what went, queues what did not (a report begun can no longer be replaced by a newer one),
+    /// and closes the client when its socket failed.
+    func settle(_ session: ClientSession, _ bytes: [UInt8], sent: Int, isLocation: Bool) {
+        if sent >= 0 {
+            session.totalSent += sent
+            if sent == bytes.count { return }
+            session.enqueue(bytes, isLocation: false)
+            session.sentOfFirst = sent
+            session.outboundBytes -= sent
+        } else if Errno(rawValue: Int32(-sent)) == .wouldBlock {
+            session.enqueue(bytes, isLocation: isLocation)
+        } else {
+            close(session, why: "write failed: \(Errno(rawValue: Int32(-sent)))")
+            return
+        }
+        flush(session)
     }
 
     func flush(_ session: ClientSession) {
@@ -393,8 +457,9 @@ public final class SocketServer: @unchecked Sendable {
             }
             if session.writeSource == nil {
                 let source = DispatchSource.makeWriteSource(fileDescriptor: session.fd, queue: queue)
-                source.setEventHandler { [weak self, weak session] in
-                    guard let self, let session, !session.closed else { return }
+                let id = session.id
+                source.setEventHandler { [weak self] in
+                    guard let self, let session = self.sessions[id] else { return }
                     self.flush(session)
                 }
                 session.writeSource = source

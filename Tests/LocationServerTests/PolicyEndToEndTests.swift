@@ -154,6 +154,29 @@ struct PolicyEndToEndTests {
         #expect(audit.contains("allowAlways") && audit.contains("\"event\":\"revoke\"") && audit.contains("\"event\":\"delivery\""))
     }
 
+    @Test("a grant that expires ends a live stream when it expires, though the fan-out caches authorization")
+    func expiringGrantEndsStream() throws {
+        let daemon = try DaemonProcess(config: Self.config(policy: "access = ask\naccuracy = full"))
+        // The test runs as root, an administrator: it grants its own executable 2 s of access.
+        let admin = try RawClient(daemon.socketPath)
+        admin.send(#"{"class":"GRANT","executable":"\#(Self.selfExecutable)","kind":"persistent","expires":2}"#)
+        #expect(admin.message("GRANTS") != nil)
+        let granted = monotonic()
+        let client = try RawClient(daemon.socketPath)
+        client.send(#"{"class":"WATCH"}"#)
+        var tpvs = 0
+        var ended: Double? = nil
+        while ended == nil, monotonic() - granted < 6, let line = client.line(timeout: 6) {
+            if line.contains(#""class":"TPV""#) { tpvs += 1 }
+            if line.contains(#""class":"AUTHORIZATION""#) && line.contains("notDetermined") { ended = monotonic() }
+        }
+        #expect(tpvs >= 10, "the replay runs at 20x: a 2 s grant sees many fixes")
+        let end = try #require(ended, "no AUTHORIZATION notDetermined after the grant expired")
+        #expect(end - granted >= 1.9 && end - granted < 3.0, "ended \(end - granted) s after the grant")
+        #expect(client.message("ERROR")?["request"]?.string == "WATCH")
+        #expect(client.message("TPV", timeout: 1.5) == nil, "a location report after the grant expired")
+    }
+
     @Test("a stored deny is not asked again; no agent means denied with the reason")
     func deny() throws {
         let daemon = try DaemonProcess(config: Self.config(policy: "access = ask"))
