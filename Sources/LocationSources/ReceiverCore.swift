@@ -102,13 +102,26 @@ final class ReceiverCore: @unchecked Sendable {
     /// Seconds without a valid fix before the receiver reports no-fix.
     var staleAfter: Double { configuredStaleAfter ?? 3 * cycle }
 
+    /// Starts the staleness watch unless it runs: one timer, not one per fix — when it fires it either
+    /// reports the no-fix or sets itself for `staleAfter` after the latest fix (rescheduling a dispatch
+    /// timer on every fix would cost a wake-up of libdispatch's timer thread per fix).
     private func armStaleTimer() {
-        staleTimer?.cancel()
+        guard staleTimer == nil else { return }
         let timer = DispatchSource.makeTimerSource(queue: queue)
         timer.schedule(deadline: .now() + staleAfter)
-        timer.setEventHandler { [weak self] in self?.markStale() }
+        timer.setEventHandler { [weak self] in self?.staleTimerFired() }
         staleTimer = timer
         timer.resume()
+    }
+
+    private func staleTimerFired() {
+        guard let last = lastFixArrival else { return markStale() }
+        let remaining = last + staleAfter - monotonicSeconds()
+        if remaining <= 0.001 {
+            markStale()
+        } else {
+            staleTimer?.schedule(deadline: .now() + remaining)
+        }
     }
 
     /// Reports a no-fix once, instead of letting the last position stand.

@@ -47,7 +47,8 @@ public final class ReceiverSet: @unchecked Sendable {
     public var selectedReceiver: String? { queue.sync { selector.selected } }
 
     /// Starts every receiver; `handler` gets the fixes to publish and the receivers' status changes, on
-    /// the set's queue, in order.
+    /// the set's queue, in order, on the thread of the receiver that had the event. It must not wait for
+    /// a receiver or the set.
     public func start(_ handler: @escaping @Sendable (Event) -> Void) {
         let started = queue.sync {
             self.handler = handler
@@ -146,7 +147,11 @@ public final class ReceiverSet: @unchecked Sendable {
         let name = receiver.name
         receiver.start { [weak self] event in
             guard let self else { return }
-            self.queue.async {
+            // Synchronously: on the receiver's thread when the set is idle (nearly always), so a fix
+            // reaches the owner without a thread hand-off. Lock order: receiver queue, then the set's
+            // queue, then whatever the handler takes; nothing holding the set's queue waits for a
+            // receiver's (stop and start run outside it).
+            self.queue.sync {
                 guard self.tokens[name] == token else { return }
                 self.handle(event, from: name)
             }

@@ -4,8 +4,9 @@ import LocationPosix
 import NMEA
 
 /// Reads NMEA 0183 from a serial tty: opens and locks it, sets raw 8N1 at the configured speed or finds
-/// the speed (autobaud), and turns what it reads into fixes. Reads are event-driven (a Dispatch read
-/// source), so a silent receiver costs no CPU. A vanished device (EOF, EIO, ENXIO on read; ENOENT or
+/// the speed (autobaud), and turns what it reads into fixes. Reads are event-driven — a thread of its
+/// own blocked in poll(2) on the device (`ReadabilityThread`), one wake-up per read — so a silent
+/// receiver costs no CPU. A vanished device (EOF, EIO, ENXIO on read; ENOENT or
 /// ENODEV on open) makes it `unavailable`; it reopens the same path — a /dev/serial/by-id link follows
 /// the device to its new node — with capped exponential backoff.
 public final class SerialReceiver: Receiver, @unchecked Sendable {
@@ -20,7 +21,7 @@ public final class SerialReceiver: Receiver, @unchecked Sendable {
     let autobaudWindow: Double
 
     private var device: (any SerialDevice)?
-    private var source: DispatchSourceRead?
+    private var reader: ReadabilityThread?
     private var decoder: NMEADecoder
     private var searching: (speeds: [Int], index: Int, deadline: DispatchWorkItem?)?
     private var buffer = [UInt8](repeating: 0, count: 4096)
@@ -85,11 +86,13 @@ public final class SerialReceiver: Receiver, @unchecked Sendable {
             core.backoff.reset()
             core.setState(.connected, speed: speeds[0])
         }
-        let readSource = DispatchSource.makeReadSource(fileDescriptor: opened.fileDescriptor, queue: core.queue)
-        readSource.setEventHandler { [weak self] in self?.readAvailable() }
-        readSource.setCancelHandler { opened.close() }
-        source = readSource
-        readSource.resume()
+        do {
+            reader = try ReadabilityThread(fileDescriptor: opened.fileDescriptor, queue: core.queue) { [weak self] in
+                self?.readAvailable()
+            }
+        } catch {
+            fail("cannot watch \(path): \(error)")
+        }
     }
 
     /// Autobaud: set the next speed and listen for checksummed sentences for `autobaudWindow` seconds.
@@ -188,12 +191,12 @@ public final class SerialReceiver: Receiver, @unchecked Sendable {
             countedErrors += s.framing.rejectedSentences + s.malformedSentences
         }
         decoder = NMEADecoder(requiresChecksum: !configuration.allowMissingChecksum)
-        if let source {
-            source.cancel()  // its cancel handler closes the device
+        if let reader, let device {
+            reader.cancel { device.close() }  // closed once the reader thread no longer polls it
         } else {
             device?.close()
         }
-        source = nil
+        reader = nil
         device = nil
     }
 }

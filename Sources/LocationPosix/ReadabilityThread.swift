@@ -1,0 +1,98 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+
+/// Watches one descriptor from a thread of its own, blocked in poll(2), and runs `handler` on `queue`
+/// (synchronously: the thread waits for it) each time the descriptor is readable, until cancelled.
+///
+/// For a receiver that reads a few hundred bytes every reporting cycle, this is one wake-up per read —
+/// the kernel wakes this thread, which reads on the spot when `queue` is idle. A `DispatchSourceRead`
+/// costs two wake-ups and a re-arm per read on Linux (libdispatch's event thread sees the descriptor
+/// ready, wakes a worker to run the handler, and is woken again to re-arm its one-shot epoll entry).
+///
+/// `handler` must read until the descriptor would block (or cancel): otherwise poll(2) reports it
+/// again at once. Hang-up and error conditions are reported as readable, so that the handler's read
+/// sees them.
+public final class ReadabilityThread: @unchecked Sendable {
+    private let fd: Int32
+    private let queue: DispatchQueue
+    private let handler: () -> Void
+    /// The pipe whose write end `cancel` writes to: [read, write].
+    private var wake: [Int32] = [-1, -1]
+    /// Set on `queue` by `cancel`; read on `queue` before every handler call.
+    private var cancelled = false
+    private var finish: (() -> Void)?
+    /// Set on `queue` once the thread has ended (cancelled, or poll failed).
+    private var ended = false
+
+    /// Starts the thread.
+    /// - Parameters:
+    ///   - fileDescriptor: watched for POLLIN; not closed here (do it in `cancel`'s `then`).
+    ///   - queue: a serial queue; `handler`, `cancel` and its `then` run on it.
+    /// - Throws: `Errno` when the wake-up pipe or the thread cannot be made.
+    public init(fileDescriptor: Int32, queue: DispatchQueue, handler: @escaping () -> Void) throws(Errno) {
+        fd = fileDescriptor
+        self.queue = queue
+        self.handler = handler
+        guard pipe(&wake) == 0 else { throw .current }
+        for end in wake {
+            _ = fcntl(end, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(end, F_SETFL, O_NONBLOCK)
+        }
+        let context = Unmanaged.passRetained(self).toOpaque()
+        var thread = pthread_t()
+        let started = pthread_create(&thread, nil, { raw in
+            Unmanaged<ReadabilityThread>.fromOpaque(raw!).takeRetainedValue().run()
+            return nil
+        }, context)
+        guard started == 0 else {
+            Unmanaged<ReadabilityThread>.fromOpaque(context).release()
+            close(wake[0])
+            close(wake[1])
+            throw Errno(rawValue: started)
+        }
+        pthread_detach(thread)
+    }
+
+    /// Stops the thread: `handler` is not called again, and `then` runs on `queue` once the thread no
+    /// longer looks at the descriptor (close it there). Call on `queue`.
+    public func cancel(then: @escaping () -> Void) {
+        guard !cancelled else { return }
+        cancelled = true
+        if ended { return then() }
+        finish = then
+        var byte: UInt8 = 1
+        _ = write(wake[1], &byte, 1)
+    }
+
+    private func run() {
+        var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wake[0], events: Int16(POLLIN), revents: 0)]
+        while true {
+            fds[0].revents = 0
+            fds[1].revents = 0
+            if poll(&fds, 2, -1) < 0 {
+                if errno == EINTR { continue }
+                break
+            }
+            if fds[1].revents != 0 { break }
+            if fds[0].revents & Int16(POLLNVAL) != 0 { break }
+            if fds[0].revents != 0 {
+                let stop = queue.sync { () -> Bool in
+                    if cancelled { return true }
+                    handler()
+                    return cancelled
+                }
+                if stop { break }
+            }
+        }
+        queue.async {
+            close(self.wake[0])
+            close(self.wake[1])
+            self.ended = true
+            let then = self.finish
+            self.finish = nil
+            then?()
+        }
+    }
+}
