@@ -31,6 +31,8 @@ public struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     public static let protocolNotAvailable = Errno(rawValue: ENOPROTOOPT)
     public static let addressInUse = Errno(rawValue: EADDRINUSE)
     public static let timedOut = Errno(rawValue: ETIMEDOUT)
+    public static let fileTooLarge = Errno(rawValue: EFBIG)
+    public static let isADirectory = Errno(rawValue: EISDIR)
 
     /// True for the errors a vanished device gives: USB unplug, pty master closed.
     public var meansDeviceGone: Bool {

@@ -30,6 +30,34 @@ public enum FileDescriptorOps {
         }
     }
 
+    /// Reads a whole file: open(2) read-only, read(2) until end of file, close(2).
+    /// - Parameters:
+    ///   - path: The file.
+    ///   - maximumBytes: The most to read; a longer file fails with `Errno.fileTooLarge` (a bound on
+    ///     what a stray or hostile file can make us allocate).
+    /// - Returns: The file's bytes, or the errno of the call that failed (`noSuchFileOrDirectory` when
+    ///   there is no file, `isADirectory` for a directory).
+    public static func readFile(atPath path: String, maximumBytes: Int = 64 << 20) -> Result<[UInt8], Errno> {
+        let fd: Int32
+        switch retryingOnInterrupt({ Glibc.open(path, O_RDONLY | O_CLOEXEC) }) {
+        case .success(let opened): fd = opened
+        case .failure(let e): return .failure(e)
+        }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+        while true {
+            let result = chunk.withUnsafeMutableBytes { read(fd, into: $0) }
+            switch result {
+            case .success(0): return .success(bytes)
+            case .success(let n):
+                guard bytes.count + n <= maximumBytes else { return .failure(.fileTooLarge) }
+                bytes.append(contentsOf: chunk[0..<n])
+            case .failure(let e): return .failure(e)
+            }
+        }
+    }
+
     /// close(2), not retried.
     public static func close(_ fd: Int32) {
         _ = Glibc.close(fd)

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import FoundationEssentials
 import LocationPolicy
 import LocationPosix
+import LocationWire
 
 /// The grant store: persistent grants and pre-approvals as JSON in the state directory (mode 0600).
 ///
@@ -18,9 +18,10 @@ public final class GrantStore: @unchecked Sendable {
     public init(directory: String, log: Log) {
         path = directory + "/grants.json"
         grants = GrantSet()
-        guard let data = FileManager.default.contents(atPath: path) else { return }
+        let file = FileDescriptorOps.readFile(atPath: path)
+        if case .failure(.noSuchFileOrDirectory) = file { return }
         do {
-            grants = try JSONDecoder().decode(GrantSet.self, from: data)
+            grants = try GrantStoreFormat.decode(try JSONReader.read(try file.get()))
         } catch {
             let aside = path + ".corrupt-\(Int(wallClockSeconds()))"
             rename(path, aside)
@@ -36,10 +37,8 @@ public final class GrantStore: @unchecked Sendable {
     }
 
     private func encoded() throws(Errno) -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        guard let data = try? encoder.encode(grants) else { throw .invalidArgument }
-        return [UInt8](data) + [10]
+        guard let json = GrantStoreFormat.encode(grants) else { throw .invalidArgument }
+        return json.encoded(prettyPrinted: true) + [10]
     }
 
     /// temp file (0600) → write → fsync → rename → fsync(directory).
@@ -64,8 +63,7 @@ public final class GrantStore: @unchecked Sendable {
 enum FudgerSecret {
     static func load(directory: String, log: Log) -> (secret: [UInt8], originHour: Int) {
         let path = directory + "/fudger.secret"
-        if let data = FileManager.default.contents(atPath: path), data.count == 40 {
-            let bytes = [UInt8](data)
+        if case .success(let bytes) = FileDescriptorOps.readFile(atPath: path, maximumBytes: 40), bytes.count == 40 {
             var hour = 0
             for i in 0..<8 { hour |= Int(bytes[32 + i]) << (8 * i) }
             return (Array(bytes[0..<32]), hour)
@@ -125,8 +123,8 @@ public final class AuditLog: @unchecked Sendable {
     public func lines(since: Double?) -> [String] {
         var out: [String] = []
         for file in [path + ".1", path] {
-            guard let data = FileManager.default.contents(atPath: file) else { continue }
-            for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
+            guard case .success(let bytes) = FileDescriptorOps.readFile(atPath: file) else { continue }
+            for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
                 if let since, let t = Self.unixTime(of: line), t < since { continue }
                 out.append(String(line))
             }

@@ -1,5 +1,3 @@
-import FoundationEssentials
-
 /// Protocol version spoken by this build (docs/PROTOCOL.md).
 public enum ProtocolVersion {
     public static let major = 1
@@ -74,30 +72,13 @@ public struct RequestError: Error, Equatable, Sendable {
 }
 
 /// Parses request lines, validating in a fixed order: size → syntax → class → member types and ranges.
+///
+/// The replies match what this parser gave when it was built on Foundation's `JSONDecoder`: the same
+/// messages, the first of two same-named members counts, `null` means absent, members are checked in
+/// `Members`' order whatever the class, and an integer member accepts `1.0` or `1e2`. One difference:
+/// the whole line must be RFC 8259 JSON (`JSONReader`), where `JSONDecoder` let malformed parts through
+/// (`01`, `1.`, a trailing comma, a lone surrogate, bad UTF-8) unless they were in a member it read.
 public enum RequestParser {
-    private struct Envelope: Decodable {
-        var `class`: String?
-    }
-
-    private struct Members: Decodable {
-        var enable: Bool?
-        var minInterval: Double?
-        var distanceFilter: Double?
-        var timeout: Double?
-        var authorization: String?
-        var accuracy: String?
-        var name: String?
-        var purposeKey: String?
-        var id: Int?
-        var answer: String?
-        var executable: String?
-        var unit: String?
-        var user: String?
-        var kind: String?
-        var expires: Double?
-        var since: Double?
-    }
-
     /// Parses one line (without its newline): JSON `{"class":...}` or gpsd's `?CLASS={...};` / `?CLASS;`.
     /// - Throws: `RequestError` naming the request class (or "?") and the problem.
     public static func parse(_ line: [UInt8]) throws(RequestError) -> Request {
@@ -115,23 +96,26 @@ public enum RequestParser {
             impliedClass = String(decoding: body[body.startIndex..<nameEnd], as: UTF8.self)
             bytes = nameEnd < body.endIndex ? Array(body[(nameEnd + 1)...]) : Array("{}".utf8)
         }
-        let data = Data(bytes)
-        let decoder = JSONDecoder()
-        let envelope: Envelope
+        let document: JSONValue
         do {
-            envelope = try decoder.decode(Envelope.self, from: data)
+            document = try JSONReader.read(bytes)
         } catch {
-            throw RequestError(request: impliedClass ?? "?", message: Self.describe(error, whole: true))
+            throw RequestError(request: impliedClass ?? "?", message: "invalid JSON")
         }
-        guard let name = impliedClass ?? envelope.class else {
+        guard case .object(let object) = document else {
+            // `null` got JSONDecoder's "value not found" where other values got a type mismatch; kept.
+            throw RequestError(request: impliedClass ?? "?", message: document == .null ? "invalid request" : "not a JSON object")
+        }
+        let declaredClass: String?
+        switch object["class"] {
+        case nil, .null?: declaredClass = nil
+        case .string(let s)?: declaredClass = s
+        default: throw RequestError(request: impliedClass ?? "?", message: "class must be a string")
+        }
+        guard let name = impliedClass ?? declaredClass else {
             throw RequestError(request: "?", message: "missing \"class\"")
         }
-        let members: Members
-        do {
-            members = try decoder.decode(Members.self, from: data)
-        } catch {
-            throw RequestError(request: name, message: Self.describe(error, whole: false))
-        }
+        let members = try Members(object, request: name)
         switch name {
         case "WATCH":
             let interval = members.minInterval ?? 0
@@ -207,26 +191,114 @@ public enum RequestParser {
         }
     }
 
-    static func describe(_ error: any Error, whole: Bool) -> String {
-        if let e = error as? DecodingError {
-            switch e {
-            case .typeMismatch(let type, let context):
-                let key = context.codingPath.last?.stringValue ?? "request"
-                if key == "request" { return "not a JSON object" }
-                return "\(key) must be \(Self.typeName(type))"
-            case .dataCorrupted:
-                return "invalid JSON"
-            default:
-                return "invalid request"
+    /// The members any request may carry, each optional (absent or `null` is nil). They are read in the
+    /// order declared here, whatever the class, and the first of the wrong type is the one reported.
+    private struct Members {
+        var enable: Bool?
+        var minInterval: Double?
+        var distanceFilter: Double?
+        var timeout: Double?
+        var authorization: String?
+        var accuracy: String?
+        var name: String?
+        var purposeKey: String?
+        var id: Int?
+        var answer: String?
+        var executable: String?
+        var unit: String?
+        var user: String?
+        var kind: String?
+        var expires: Double?
+        var since: Double?
+
+        /// - Throws: `RequestError` for `request`: "KEY must be true or false" / "a number" / "a string" /
+        ///   "Int", or "invalid JSON" for a number the member's type cannot hold.
+        init(_ object: [String: JSONValue], request: String) throws(RequestError) {
+            func value(_ key: String) -> JSONValue? { object[key].flatMap { $0 == .null ? nil : $0 } }
+            func mismatch(_ key: String, _ type: String) -> RequestError {
+                RequestError(request: request, message: "\(key) must be \(type)")
             }
+            func bool(_ key: String) throws(RequestError) -> Bool? {
+                guard let v = value(key) else { return nil }
+                guard case .bool(let b) = v else { throw mismatch(key, "true or false") }
+                return b
+            }
+            func string(_ key: String) throws(RequestError) -> String? {
+                guard let v = value(key) else { return nil }
+                guard case .string(let s) = v else { throw mismatch(key, "a string") }
+                return s
+            }
+            func double(_ key: String) throws(RequestError) -> Double? {
+                guard let v = value(key) else { return nil }
+                guard case .number = v else { throw mismatch(key, "a number") }
+                guard let d = v.doubleValue else { throw RequestError(request: request, message: "invalid JSON") }
+                return d
+            }
+            func integer(_ key: String) throws(RequestError) -> Int? {
+                guard let v = value(key) else { return nil }
+                // "Int" is the Swift type's name, as JSONDecoder's type mismatch printed it.
+                guard case .number(let text) = v else { throw mismatch(key, "Int") }
+                guard let i = RequestParser.integer(text) else { throw RequestError(request: request, message: "invalid JSON") }
+                return i
+            }
+            enable = try bool("enable")
+            minInterval = try double("minInterval")
+            distanceFilter = try double("distanceFilter")
+            timeout = try double("timeout")
+            authorization = try string("authorization")
+            accuracy = try string("accuracy")
+            name = try string("name")
+            purposeKey = try string("purposeKey")
+            id = try integer("id")
+            answer = try string("answer")
+            executable = try string("executable")
+            unit = try string("unit")
+            user = try string("user")
+            kind = try string("kind")
+            expires = try double("expires")
+            since = try double("since")
         }
-        return whole ? "invalid JSON" : "invalid request"
     }
 
-    static func typeName(_ type: Any.Type) -> String {
-        if type == Bool.self { return "true or false" }
-        if type == Double.self { return "a number" }
-        if type == String.self { return "a string" }
-        return "\(type)"
+    /// A JSON number as an Int the way `JSONDecoder` reads one: an integer literal exactly; otherwise
+    /// through a Double, which must be whole and in range; and at 2^53 or more (where Doubles skip
+    /// integers) through Foundation's `Decimal`: at most 38 significant digits, trailing zeros dropped,
+    /// the rest within UInt64, the value truncated toward zero. Nil when it does not fit.
+    static func integer(_ text: String) -> Int? {
+        if let exact = Int(text) { return exact }
+        guard let double = Double(text), let value = Int(exactly: double) else { return nil }
+        if double.magnitude < 0x1p53 { return value }
+        let negative = text.hasPrefix("-")
+        let parts = text.utf8.dropFirst(negative ? 1 : 0).split(omittingEmptySubsequences: false) {
+            $0 == UInt8(ascii: "e") || $0 == UInt8(ascii: "E")
+        }
+        let mantissa = parts[0]
+        let point = mantissa.firstIndex(of: UInt8(ascii: "."))
+        var exponent = parts.count > 1 ? Int(String(decoding: parts[1], as: UTF8.self)) ?? 0 : 0
+        if let point { exponent -= mantissa.distance(from: point, to: mantissa.endIndex) - 1 }
+        var digits = Array(mantissa.filter { $0 != UInt8(ascii: ".") }.drop { $0 == UInt8(ascii: "0") })
+        if digits.count > 38 {
+            exponent += digits.count - 38
+            digits.removeLast(digits.count - 38)
+        }
+        while digits.last == UInt8(ascii: "0") { digits.removeLast(); exponent += 1 }
+        var magnitude: UInt64 = 0
+        for digit in digits {
+            let (times10, o1) = magnitude.multipliedReportingOverflow(by: 10)
+            let (sum, o2) = times10.addingReportingOverflow(UInt64(digit - UInt8(ascii: "0")))
+            guard !o1, !o2 else { return nil }
+            magnitude = sum
+        }
+        for _ in 0..<abs(exponent) {
+            if exponent < 0 {
+                magnitude /= 10
+            } else {
+                let (times10, overflow) = magnitude.multipliedReportingOverflow(by: 10)
+                guard !overflow else { return nil }
+                magnitude = times10
+            }
+        }
+        guard let result = Int(exactly: magnitude) else { return nil }
+        return negative ? -result : result
     }
 }
