@@ -15,6 +15,8 @@
 #   REFERENCE_CLIENTS  client counts for the reference fan-out (default "1 1000"); "" skips it
 #   PIN                yes (default): harness on the last CPU, daemon on the others (taskset), and the
 #                      harness polls epoll without sleeping while it waits for an epoch; no: unpinned
+#   SPIN               yes/no: whether the harness polls epoll without sleeping while it waits for an
+#                      epoch's reports (default: yes when pinned)
 #   STAMP              ready (default): a TPV's arrival is when its client's socket reported it readable;
 #                      read: when the harness's read of it returned (the harness then reads N sockets in
 #                      turn, ~3.5 us each, so at 1000 clients that floor dominates the delays)
@@ -132,6 +134,7 @@ if [ "$PIN" = yes ] && [ "$cpus" -ge 2 ] && command -v taskset >/dev/null 2>&1; 
     pin_daemon=(taskset -c 0-$((cpus - 2)))
     spin=yes  # the harness has a CPU of its own: it polls instead of sleeping while it waits for a fan-out
 fi
+spin=${SPIN:-$spin}
 
 # Descriptors: 1000 clients on each side, plus the daemon's own. Inherited by the harness and daemons.
 max_clients=0
