@@ -16,6 +16,9 @@ final class ReceiverCore: @unchecked Sendable {
     private var lastFixArrival: Double?
     private var cycle = 1.0
     private var stale = true
+    /// False when the receiver calls `checkStaleness()` itself at `secondsUntilStale()` (a serial
+    /// receiver's reader thread does, as its poll timeout) instead of the core's dispatch timer.
+    var staleTimerEnabled = true
     var backoff = Backoff()
     /// Bumped on every stop/reconnect so that late timers of an old connection do nothing.
     private(set) var generation = 0
@@ -94,13 +97,24 @@ final class ReceiverCore: @unchecked Sendable {
                 $0.fixes += 1
                 $0.lastFixTime = fix.time
             }
-            armStaleTimer()
+            if staleTimerEnabled { armStaleTimer() }
         }
         handler?(.fix(fix))
     }
 
     /// Seconds without a valid fix before the receiver reports no-fix.
     var staleAfter: Double { configuredStaleAfter ?? 3 * cycle }
+
+    /// Seconds until the fix goes stale (0 when due), or nil when there is nothing to watch.
+    func secondsUntilStale() -> Double? {
+        guard !stale, let last = lastFixArrival else { return nil }
+        return max(0, last + staleAfter - monotonicSeconds())
+    }
+
+    /// Reports the no-fix if the last fix is `staleAfter` old.
+    func checkStaleness() {
+        if let remaining = secondsUntilStale(), remaining <= 0.001 { markStale() }
+    }
 
     /// Starts the staleness watch unless it runs: one timer, not one per fix — when it fires it either
     /// reports the no-fix or sets itself for `staleAfter` after the latest fix (rescheduling a dispatch

@@ -45,6 +45,7 @@ public final class SerialReceiver: Receiver, @unchecked Sendable {
         self.opener = opener
         self.autobaudWindow = autobaudWindow
         self.core = ReceiverCore(configuration: configuration, type: "serial", path: path)
+        self.core.staleTimerEnabled = false
         self.decoder = NMEADecoder(requiresChecksum: !configuration.allowMissingChecksum)
     }
 
@@ -87,8 +88,12 @@ public final class SerialReceiver: Receiver, @unchecked Sendable {
             core.setState(.connected, speed: speeds[0])
         }
         do {
-            reader = try ReadabilityThread(fileDescriptor: opened.fileDescriptor, queue: core.queue) { [weak self] in
-                self?.readAvailable()
+            // The reader thread also keeps the staleness watch, as its poll timeout.
+            reader = try ReadabilityThread(fileDescriptor: opened.fileDescriptor, queue: core.queue) { [weak self] readable in
+                guard let self else { return nil }
+                if readable { self.readAvailable() }
+                self.core.checkStaleness()
+                return self.core.secondsUntilStale()
             }
         } catch {
             fail("cannot watch \(path): \(error)")

@@ -35,6 +35,39 @@ struct SerialReceiverTests {
         #expect(receiver.status.fixes == expected.filter(\.hasPosition).count)
     }
 
+    @Test("a line that falls silent: no-fix stale-after (0.5 s) after the last fix, not before")
+    func silentLineGoesStale() throws {
+        let bytes = TestCaptures.receiverBytes(Self.capture)
+        let pty = try PseudoTerminal()
+        let receiver = SerialReceiver(ReceiverConfiguration(name: "gnss0", source: .serial(path: pty.slavePath, speed: 9600),
+                                                            staleAfter: 0.5))
+        let log = Mutex<[(at: Double, fix: Fix)]>([])
+        let connected = Mutex(false)
+        receiver.start { event in
+            switch event {
+            case .fix(let fix): log.withLock { $0.append((monotonic(), fix)) }
+            case .status(let status): if status.state == .connected { connected.withLock { $0 = true } }
+            }
+        }
+        defer { receiver.stop() }
+        let end = monotonic() + 5
+        while !connected.withLock({ $0 }) && monotonic() < end { usleep(10_000) }
+        feed(pty, Array(bytes.prefix(6000))).wait()
+        // The pty stays open and silent: only the staleness watch can report the loss.
+        let staleWithin = monotonic() + 3
+        var entries: [(at: Double, fix: Fix)] = []
+        while monotonic() < staleWithin {
+            entries = log.withLock { $0 }
+            if let last = entries.lastIndex(where: { $0.fix.hasPosition }), entries[last...].contains(where: { $0.fix.mode == .noFix }) { break }
+            usleep(10_000)
+        }
+        let lastFix = try #require(entries.lastIndex { $0.fix.hasPosition }, "no fix from the capture's first 6000 bytes")
+        let stale = try #require(entries[lastFix...].first { $0.fix.mode == .noFix }, "no no-fix after the line fell silent")
+        let gap = stale.at - entries[lastFix].at
+        #expect(gap >= 0.45 && gap < 1.0, "no-fix \(gap) s after the last fix")
+        #expect(!stale.fix.hasPosition)
+    }
+
     @Test("closing the master mid-stream: unavailable within 1 s, no descriptor leaked")
     func unplugMidStream() throws {
         let bytes = TestCaptures.receiverBytes(Self.capture)
