@@ -28,12 +28,17 @@ final class ClientSession {
 
     // Policy.
     /// The one-time grant and temporary full accuracy of this connection.
-    var policy = SessionAuthorization() { didSet { cachedAuthorization = nil } }
-    /// The authorization last computed (`SocketServer.authorization(of:now:)`): it holds while the
-    /// policy's generation is `cachedGeneration` and the wall clock is before `cachedUntil`.
+    var policy = SessionAuthorization() { didSet { cacheValid = false } }
+    /// The authorization last computed (`SocketServer.authorization(of:now:)`) and the accuracy it
+    /// allows (nil: none): they hold while `cacheValid`, the policy's generation is `cachedGeneration`
+    /// and the wall clock is before `cachedUntil`.
     var cachedAuthorization: AuthorizationState?
+    var cachedAccuracy: AccuracyAuthorization?
+    var cacheValid = false
     var cachedGeneration = 0
     var cachedUntil = 0.0
+    /// The authorization was computed anew since the last delivery: see whether it needs auditing.
+    var deliveryAuditPending = true
     /// Display text the client declared (AUTHORIZE name): shown to the agent, never a key.
     var displayName: String?
     /// The authorization last sent to the client.

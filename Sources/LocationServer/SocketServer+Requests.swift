@@ -73,11 +73,11 @@ extension SocketServer {
             if state.accuracy == .full {
                 var bytes: [UInt8] = []
                 encoder.appendTPV(latest, accuracy: "full", to: &bytes)
-                deliver((latest, bytes), to: session, state: state, now: now)
+                stream(bytes, at: Self.position(of: latest), to: session, accuracy: .full, now: now)
             } else if let reduced = policy.fudger.reduce(latest, at: wallClockSeconds()), now - session.lastReducedAt >= policy.rules.defaults.reducedInterval {
                 var bytes: [UInt8] = []
                 encoder.appendTPV(reduced, accuracy: "reduced", to: &bytes)
-                deliver((reduced, bytes), to: session, state: state, now: now)
+                stream(bytes, at: Self.position(of: reduced), to: session, accuracy: .reduced, now: now)
             }
         } else {
             tellState(session, fix: false)

@@ -54,7 +54,7 @@ public final class SocketServer: @unchecked Sendable {
     private var nextID = 1
     var latest: Fix?
     var encoder = GPSDEncoder()
-    private var stopped = false
+    var stopped = false
     private var readBuffer = [UInt8](repeating: 0, count: 65536)
     private var sweepTimer: DispatchSourceTimer?
     var agents: [Int: ClientSession] = [:]
@@ -241,109 +241,6 @@ public final class SocketServer: @unchecked Sendable {
     }
 
     // MARK: - Fan-out
-
-    private func fanOut(_ fix: Fix) {
-        latest = fix
-        guard !stopped else { return }
-        let now = monotonicNow()
-        let wall = wallClockSeconds()
-        if !fix.hasPosition {
-            for session in sessions.values where session.subscribed { tellState(session, fix: false) }
-            return
-        }
-        // Encoded at most once per accuracy, shared by every client that gets that accuracy.
-        var full: [UInt8]? = nil
-        var reduced: (fix: Fix, tpv: [UInt8])?? = nil
-        for session in sessions.values where session.subscribed || !session.polls.isEmpty {
-            let state = authorization(of: session, now: wall)
-            guard state.status.isAuthorized, let accuracy = state.accuracy else {
-                revokeStreaming(session, state)
-                continue
-            }
-            let payload: (fix: Fix, tpv: [UInt8])
-            if accuracy == .full {
-                if full == nil {
-                    var bytes: [UInt8] = []
-                    encoder.appendTPV(fix, accuracy: "full", to: &bytes)
-                    full = bytes
-                }
-                payload = (fix, full!)
-            } else {
-                if reduced == nil {
-                    if let r = policy.fudger.reduce(fix, at: wall) {
-                        var bytes: [UInt8] = []
-                        encoder.appendTPV(r, accuracy: "reduced", to: &bytes)
-                        reduced = .some((r, bytes))
-                    } else {
-                        reduced = .some(nil)
-                    }
-                }
-                guard let r = reduced!, now - session.lastReducedAt >= policy.rules.defaults.reducedInterval else { continue }
-                payload = r
-            }
-            if !session.polls.isEmpty {
-                for (_, item) in session.polls { item.cancel() }
-                session.polls.removeAll()
-                send(session, ServerMessage.poll(tpv: payload.tpv))
-                noteDelivery(session, state, now: now)
-            }
-            if session.subscribed, takesDelivery(payload.fix, session, state: state, now: now) {
-                send(session, payload.tpv, isLocation: true)
-            }
-        }
-    }
-
-    /// The client's authorization now: computed by the policy once, then kept until the rules or grants
-    /// change (`PolicyEngine.generation`), the session's own grants change, or a grant expires — so that
-    /// the fan-out does not evaluate rules and grants for every client on every fix.
-    func authorization(of session: ClientSession, now: Double) -> AuthorizationState {
-        if let cached = session.cachedAuthorization, session.cachedGeneration == policy.generation, now < session.cachedUntil {
-            return cached
-        }
-        let state = policy.state(session.identity, session.policy, now: now)
-        var until = policy.nextGrantExpiry(after: now)
-        if let once = session.policy.once, once.expires > now { until = min(until, once.expires) }
-        session.cachedAuthorization = state
-        session.cachedGeneration = policy.generation
-        session.cachedUntil = until
-        return state
-    }
-
-    /// Sends a location report to a subscriber if its filters let it through.
-    func deliver(_ payload: (fix: Fix, tpv: [UInt8]), to session: ClientSession, state: AuthorizationState, now: Double) {
-        guard takesDelivery(payload.fix, session, state: state, now: now) else { return }
-        send(session, payload.tpv, isLocation: true)
-    }
-
-    /// Whether a subscriber's filters (minInterval, distanceFilter from the last delivered report) let this
-    /// report through now; if they do, it counts as delivered (and STATE tells a client that had been
-    /// told of a lost fix that it is back).
-    func takesDelivery(_ fix: Fix, _ session: ClientSession, state: AuthorizationState, now: Double) -> Bool {
-        if now - session.lastDeliveredAt < session.minInterval { return false }
-        if session.distanceFilter > 0, let last = session.lastDeliveredPosition,
-           let la1 = fix.latitude, let lo1 = fix.longitude,
-           Geodesy.distance(latitude1: last.latitude, longitude1: last.longitude, latitude2: la1, longitude2: lo1) < session.distanceFilter {
-            return false
-        }
-        if session.toldFix == false { tellState(session, fix: true) }
-        session.toldFix = true
-        if session.distanceFilter > 0, let la1 = fix.latitude, let lo1 = fix.longitude {
-            session.lastDeliveredPosition = (la1, lo1)
-        }
-        session.lastDeliveredAt = now
-        noteDelivery(session, state, now: now)
-        return true
-    }
-
-    /// Audits a grant's first delivery, and paces reduced accuracy.
-    func noteDelivery(_ session: ClientSession, _ state: AuthorizationState, now: Double) {
-        if state.accuracy == .reduced { session.lastReducedAt = now }
-        if session.auditedDelivery != state {
-            session.auditedDelivery = state
-            policy.record("delivery", identity: session.identity, name: session.displayName, request: nil,
-                          status: state.status.rawValue, accuracy: state.accuracy?.rawValue, reason: "first location under this grant")
-        }
-    }
 
     /// A client that is no longer authorized stops streaming and is told its new status.
     func revokeStreaming(_ session: ClientSession, _ state: AuthorizationState) {
