@@ -6,8 +6,37 @@ import LocationPosix
 /// One connected client: its identity, its subscription, and its bounded outbound queue.
 /// Touched only on the server's queue.
 final class ClientSession {
-    let id: Int
+    // What the fan-out reads or writes for every fix, first and together: Swift lays a class's stored
+    // properties out in order, so a client costs the fan-out two cache lines. Spread over the object,
+    // they were a cache miss each, and at 1000 clients the fan-out waited on them.
     let fd: Int32
+    var closed = false
+    // Subscription (WATCH).
+    var subscribed = false
+    /// The last STATE told: nil before any, true with a fix, false without.
+    var toldFix: Bool?
+    /// The accuracy `cachedAuthorization` allows (nil: none); see below.
+    var cachedAccuracy: AccuracyAuthorization?
+    var cacheValid = false
+    /// The authorization was computed anew since the last delivery: see whether it needs auditing.
+    var deliveryAuditPending = true
+    var cachedGeneration = 0
+    var cachedUntil = 0.0
+    var minInterval = 0.0
+    var distanceFilter = 0.0
+    var lastDeliveredAt = -Double.infinity
+    /// When the last reduced-accuracy report went out (reduced-interval pacing).
+    var lastReducedAt = -Double.infinity
+    /// Where the last delivered location report was (degrees), for the distance filter.
+    var lastDeliveredPosition: (latitude: Double, longitude: Double)?
+    /// Pending POLLs: their timeout timers.
+    var polls: [Int: DispatchWorkItem] = [:]
+    /// Messages waiting to be written, oldest first; `sentOfFirst` bytes of the first are already out.
+    var outbound: [[UInt8]] = []
+    /// Stuck-reader detection: bytes handed to the kernel (see `peerRead`).
+    var totalSent = 0
+
+    let id: Int
     let identity: ClientIdentity
     var readSource: DispatchSourceRead?
     var writeSource: DispatchSourceWrite?
@@ -17,8 +46,7 @@ final class ClientSession {
     /// After an over-long request: drop bytes up to the next newline.
     var discardingLine = false
 
-    /// Messages waiting to be written, oldest first; `sentOfFirst` bytes of the first are already out.
-    var outbound: [[UInt8]] = []
+    /// Bytes of the first message in `outbound` already written, and of all of it still to write.
     var sentOfFirst = 0
     var outboundBytes = 0
     /// Index in `outbound` of a location report nothing of which was written yet: a newer one replaces it.
@@ -29,43 +57,24 @@ final class ClientSession {
     // Policy.
     /// The one-time grant and temporary full accuracy of this connection.
     var policy = SessionAuthorization() { didSet { cacheValid = false } }
-    /// The authorization last computed (`SocketServer.authorization(of:now:)`) and the accuracy it
-    /// allows (nil: none): they hold while `cacheValid`, the policy's generation is `cachedGeneration`
-    /// and the wall clock is before `cachedUntil`.
+    /// The authorization last computed (`SocketServer.authorization(of:now:)`), and `cachedAccuracy`:
+    /// they hold while `cacheValid`, the policy's generation is `cachedGeneration` and the wall clock is
+    /// before `cachedUntil`.
     var cachedAuthorization: AuthorizationState?
-    var cachedAccuracy: AccuracyAuthorization?
-    var cacheValid = false
-    var cachedGeneration = 0
-    var cachedUntil = 0.0
-    /// The authorization was computed anew since the last delivery: see whether it needs auditing.
-    var deliveryAuditPending = true
     /// Display text the client declared (AUTHORIZE name): shown to the agent, never a key.
     var displayName: String?
     /// The authorization last sent to the client.
     var announced: AuthorizationState?
     /// The authorization whose first delivery was audited.
     var auditedDelivery: AuthorizationState?
-    /// When the last reduced-accuracy report went out (reduced-interval pacing).
-    var lastReducedAt = -Double.infinity
     /// An AUTHORIZE or FULLACCURACY waiting for an agent.
     var pendingAsk: Int?
 
     // Subscription (WATCH).
-    var subscribed = false
-    var minInterval = 0.0
-    var distanceFilter = 0.0
-    /// Where the last delivered location report was (degrees), for the distance filter.
-    var lastDeliveredPosition: (latitude: Double, longitude: Double)?
-    var lastDeliveredAt = -Double.infinity
-    /// The last STATE told: nil before any, true with a fix, false without.
-    var toldFix: Bool?
 
-    /// Pending POLLs: their timeout timers.
-    var polls: [Int: DispatchWorkItem] = [:]
     var nextPoll = 0
 
-    // Stuck-reader detection: bytes handed to the kernel, and when the peer last read some.
-    var totalSent = 0
+    // Stuck-reader detection: what the peer has read of `totalSent`, and when it last read some.
     var peerRead = 0
     var lastReadProgress: Double
 
@@ -75,7 +84,6 @@ final class ClientSession {
     var requestsInWindow = 0
     var bytesInWindow = 0
 
-    var closed = false
     let connectedAt: Double
 
     init(id: Int, fd: Int32, identity: ClientIdentity, now: Double) {
