@@ -87,6 +87,8 @@ public final class SerialReceiver: Receiver, @unchecked Sendable {
             core.backoff.reset()
             core.setState(.connected, speed: speeds[0])
         }
+        // A search that failed at once (no speed could be set) has closed the device and retries later.
+        guard device != nil else { return }
         do {
             // The reader thread also keeps the staleness watch, as its poll timeout.
             reader = try ReadabilityThread(fileDescriptor: opened.fileDescriptor, queue: core.queue) { [weak self] readable in

@@ -148,6 +148,62 @@ struct SerialReceiverTests {
         simulated.finish()
         writer.wait()
     }
+
+    @Test("autobaud on a device that takes no speed: unavailable, device closed, never read or watched")
+    func noSpeedSettable() throws {
+        let device = RefusingDevice()
+        defer { device.release() }
+        let receiver = SerialReceiver(ReceiverConfiguration(name: "gnss0", source: .serial(path: "/dev/ttyTEST", speed: nil)),
+                                      opener: { _ throws(SerialPortError) in device }, autobaudWindow: 0.3)
+        let events = EventRecorder()
+        receiver.start(events.handler)
+        let unavailable = events.wait(timeout: 3) { r in
+            r.statuses.contains { if case .unavailable(let why) = $0.state { return why.contains("no NMEA at any speed") } else { return false } }
+        }
+        #expect(unavailable)
+        #expect(device.closes.withLock { $0 } >= 1)
+        // Bytes on the closed device's descriptor: nothing may watch it (a reader thread left on it would
+        // find it readable forever, with no device to read, and spin).
+        device.poke()
+        let before = Self.processCPUSeconds()
+        usleep(300_000)
+        let spent = Self.processCPUSeconds() - before
+        receiver.stop()
+        #expect(device.reads.withLock { $0 } == 0)
+        #expect(spent < 0.1, "\(spent) s of CPU in 0.3 s with the receiver idle")
+    }
+
+    static func processCPUSeconds() -> Double {
+        var t = timespec()
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t)
+        return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
+    }
+}
+
+/// A device whose every line speed is refused (`setSpeed` throws); its descriptor is a pipe that can be
+/// made readable, to see whether anything reads it.
+final class RefusingDevice: SerialDevice, @unchecked Sendable {
+    private let ends: [Int32]
+    let reads = Mutex(0)
+    let closes = Mutex(0)
+
+    init() {
+        var p: [Int32] = [0, 0]
+        pipe(&p)
+        ends = p
+    }
+
+    var fileDescriptor: Int32 { ends[0] }
+    func setSpeed(_ bitsPerSecond: Int) throws(SerialPortError) {
+        throw .unsupportedSpeed(path: "/dev/ttyTEST", speed: bitsPerSecond)
+    }
+    func read(into buffer: UnsafeMutableRawBufferPointer) -> Result<Int, Errno> {
+        reads.withLock { $0 += 1 }
+        return .failure(.wouldBlock)
+    }
+    func close() { closes.withLock { $0 += 1 } }
+    func poke() { _ = write(ends[1], "$", 1) }
+    func release() { Glibc.close(ends[0]); Glibc.close(ends[1]) }
 }
 
 /// A serial port simulated at the receiver's syscall funnel: bytes come from a pipe and arrive garbled
