@@ -78,6 +78,12 @@ public final class ReadabilityThread: @unchecked Sendable {
     }
 
     private func run() {
+        // Signals are the daemon's dispatch sources' to take (signalfd on libdispatch's thread, with the
+        // disposition set to ignore): a thread that left them unblocked could be picked to receive a
+        // SIGTERM and drop it.
+        var all = sigset_t()
+        sigfillset(&all)
+        pthread_sigmask(SIG_BLOCK, &all, nil)
         var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: wake[0], events: Int16(POLLIN), revents: 0)]
         var deadline: Double? = nil  // CLOCK_MONOTONIC seconds
         while true {
