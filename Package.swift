@@ -42,10 +42,11 @@ let package = Package(
         .testTarget(name: "NMEATests", dependencies: ["NMEA", "LocationCore", "LocationWire"]),
         .testTarget(name: "LocationClientTests", dependencies: ["LocationClient", "LocationPosix", "LocationWire", "LocationCore"]),
         .testTarget(name: "LocationWireTests", dependencies: ["LocationWire", "LocationCore"]),
-        .testTarget(name: "LocationServerTests", dependencies: ["LocationServer", "LocationSources", "LocationWire", "LocationPosix", "LocationCore", "NMEA", "LocationPolicy"]),
+        .target(name: "TestSupport", dependencies: ["LocationPosix"], path: "Tests/TestSupport"),
+        .testTarget(name: "LocationServerTests", dependencies: ["LocationServer", "LocationSources", "LocationWire", "LocationPosix", "LocationCore", "NMEA", "LocationPolicy", "TestSupport"]),
         .testTarget(name: "LocationPolicyTests", dependencies: ["LocationPolicy", "LocationCore"]),
         .testTarget(name: "LocationSourcesTests", dependencies: ["LocationSources", "LocationPosix", "NMEA", "LocationCore"]),
         // The systemd units, socket activation, readiness/watchdog, reload and install, on the real binary.
-        .testTarget(name: "SystemdTests", dependencies: ["LocationPosix"]),
+        .testTarget(name: "SystemdTests", dependencies: ["LocationPosix", "TestSupport"]),
     ]
 )

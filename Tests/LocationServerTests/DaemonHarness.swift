@@ -4,6 +4,7 @@ import Glibc
 import FoundationEssentials
 import LocationCore
 import LocationPosix
+import TestSupport
 import NMEA
 
 /// Runs the real `locationd` binary on a temporary config, socket and state directory.
@@ -95,56 +96,8 @@ final class DaemonProcess {
     }
 }
 
-/// A raw protocol client: newline-delimited JSON over the socket, with timeouts.
-final class RawClient {
-    let fd: Int32
-    private var buffer: [UInt8] = []
-    /// Every byte received, for "not one byte of location" checks.
-    private(set) var received: [UInt8] = []
-
-    init(_ path: String, receiveBuffer: Int32? = nil) throws {
-        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        if var size = receiveBuffer {
-            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-        }
-        var address = try unixAddress(path)
-        let r = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard r == 0 else { let e = Errno.current; close(fd); throw e }
-    }
-
-    deinit { close(fd) }
-
-    func send(_ line: String) {
-        _ = FileDescriptorOps.writeAll(fd, Array((line + "\n").utf8))
-    }
-
-    func sendRaw(_ bytes: [UInt8]) {
-        _ = FileDescriptorOps.writeAll(fd, bytes)
-    }
-
-    /// The next line, waiting up to `timeout` seconds; nil on timeout or when the server closed.
-    func line(timeout: Double = 5) -> String? {
-        let end = monotonic() + timeout
-        while true {
-            if let nl = buffer.firstIndex(of: 10) {
-                let line = String(decoding: buffer[..<nl], as: UTF8.self)
-                buffer.removeSubrange(...nl)
-                return line
-            }
-            let left = end - monotonic()
-            if left <= 0 { return nil }
-            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            if poll(&p, 1, Int32(left * 1000) + 1) <= 0 { continue }
-            var chunk = [UInt8](repeating: 0, count: 65536)
-            let n = read(fd, &chunk, chunk.count)
-            if n <= 0 { return nil }
-            buffer.append(contentsOf: chunk[..<n])
-            received.append(contentsOf: chunk[..<n])
-        }
-    }
-
+/// A raw protocol client: newline-delimited JSON over the socket, with timeouts (`LineSocket`).
+final class RawClient: LineSocket, @unchecked Sendable {
     /// The next line whose JSON `class` is `name`.
     func message(_ name: String, timeout: Double = 5) -> [String: JSONValue]? {
         let end = monotonic() + timeout
@@ -152,20 +105,6 @@ final class RawClient {
             if let object = JSONValue.object(l), object["class"]?.string == name { return object }
         }
         return nil
-    }
-
-    /// True once the server has closed the connection (reads drained).
-    func closedByServer(timeout: Double) -> Bool {
-        let end = monotonic() + timeout
-        while monotonic() < end {
-            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&p, 1, 100) > 0 else { continue }
-            var chunk = [UInt8](repeating: 0, count: 65536)
-            let n = read(fd, &chunk, chunk.count)
-            if n <= 0 { return true }
-            received.append(contentsOf: chunk[..<n])
-        }
-        return false
     }
 }
 

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import FoundationEssentials
 import LocationPosix
+import TestSupport
 import Testing
 
 /// Runs blocking work (waitpid, poll, sleeps) on a thread of its own and awaits it, so that a test
@@ -260,37 +261,20 @@ func daemonConfig(directory: String, logLevel: String = "debug", rate: String = 
     """
 }
 
-/// A raw protocol client: newline-delimited JSON lines over the socket, with timeouts.
-final class LineClient: @unchecked Sendable {
-    let fd: Int32
-    private var buffer: [UInt8] = []
-
-    init(_ path: String) throws {
-        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var address = try unixAddress(path)
-        let r = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard r == 0 else { let e = Errno.current; close(fd); throw e }
-    }
-
-    deinit { close(fd) }
-
-    func send(_ line: String) {
-        _ = FileDescriptorOps.writeAll(fd, Array((line + "\n").utf8))
-    }
-
+/// A raw protocol client: newline-delimited JSON lines over the socket, with timeouts (`LineSocket`),
+/// read off the cooperative pool.
+final class LineClient: LineSocket, @unchecked Sendable {
     /// The next line within `timeout` seconds, waited for off the cooperative pool; nil on timeout or
     /// when the server closed.
     func line(timeout: Double = 5) async -> String? {
-        await offPool { self.lineBlocking(timeout: timeout) }
+        await offPool { self.line(timeout: timeout) as String? }
     }
 
     /// The next line whose `"class"` is `name`, skipping others, within `timeout` seconds.
     func message(_ name: String, timeout: Double) async -> String? {
         await offPool {
             let end = monotonic() + timeout
-            while let l = self.lineBlocking(timeout: max(0, end - monotonic())) {
+            while let l = self.line(timeout: max(0, end - monotonic())) as String? {
                 if l.contains("\"class\":\"\(name)\"") { return l }
             }
             return nil
@@ -304,31 +288,12 @@ final class LineClient: @unchecked Sendable {
             let end = monotonic() + duration
             var count = 0
             while monotonic() < end {
-                guard let l = self.lineBlocking(timeout: end - monotonic()) else {
+                guard let l = self.line(timeout: end - monotonic()) as String? else {
                     return (count, monotonic() >= end - 0.01)
                 }
                 if l.contains("\"class\":\"\(name)\"") { count += 1 }
             }
             return (count, true)
-        }
-    }
-
-    private func lineBlocking(timeout: Double) -> String? {
-        let end = monotonic() + timeout
-        while true {
-            if let nl = buffer.firstIndex(of: 10) {
-                let line = String(decoding: buffer[..<nl], as: UTF8.self)
-                buffer.removeSubrange(...nl)
-                return line
-            }
-            let left = end - monotonic()
-            if left <= 0 { return nil }
-            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            if poll(&p, 1, Int32(left * 1000) + 1) <= 0 { continue }
-            var chunk = [UInt8](repeating: 0, count: 65536)
-            let n = read(fd, &chunk, chunk.count)
-            if n <= 0 { return nil }
-            buffer.append(contentsOf: chunk[..<n])
         }
     }
 }
