@@ -40,7 +40,7 @@ let package = Package(
         .target(name: "LocationClient", dependencies: ["LocationWire", "LocationPosix", "LocationCore"]),
         .executableTarget(name: "locationctl", dependencies: ["NMEA", "LocationWire", "LocationCore", "LocationClient"]),
         .testTarget(name: "NMEATests", dependencies: ["NMEA", "LocationCore", "LocationWire"]),
-        .testTarget(name: "LocationClientTests", dependencies: ["LocationClient", "LocationPosix", "LocationWire", "LocationCore"]),
+        .testTarget(name: "LocationClientTests", dependencies: ["LocationClient", "LocationPosix", "LocationWire", "LocationCore", "TestSupport"]),
         .testTarget(name: "LocationWireTests", dependencies: ["LocationWire", "LocationCore"]),
         .target(name: "TestSupport", dependencies: ["LocationPosix"], path: "Tests/TestSupport"),
         .testTarget(name: "LocationServerTests", dependencies: ["LocationServer", "LocationSources", "LocationWire", "LocationPosix", "LocationCore", "NMEA", "LocationPolicy", "TestSupport"]),

@@ -3,22 +3,14 @@ import Glibc
 #endif
 import FoundationEssentials
 import LocationPosix
+import TestSupport
 
 /// Runs the built `locationctl` and `locationd` binaries (beside the test bundle) as child processes,
 /// capturing their output.
 enum Tools {
     /// The directory holding the built products: the test bundle's, or the first parent holding
     /// `locationctl`.
-    static var productsDirectory: String {
-        var buffer = [CChar](repeating: 0, count: 4096)
-        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        var path = String(decoding: buffer.prefix(max(n, 0)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        while !path.isEmpty && !FileManager.default.fileExists(atPath: path + "/locationctl") {
-            guard let slash = path.lastIndex(of: "/") else { break }
-            path = String(path[..<slash])
-        }
-        return path
-    }
+    static var productsDirectory: String { BuiltProducts.directory(containing: "locationctl") }
 
     static var locationctl: String { productsDirectory + "/locationctl" }
     static var locationd: String { productsDirectory + "/locationd" }

@@ -27,16 +27,7 @@ final class DaemonProcess {
     }
 
     /// The built binary beside the test bundle (.build/<config>/locationd).
-    static var binary: String {
-        var buffer = [CChar](repeating: 0, count: 4096)
-        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        var path = String(decoding: buffer.prefix(max(n, 0)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        while !path.isEmpty && !FileManager.default.fileExists(atPath: path + "/locationd") {
-            guard let slash = path.lastIndex(of: "/") else { break }
-            path = String(path[..<slash])
-        }
-        return path + "/locationd"
-    }
+    static var binary: String { BuiltProducts.directory(containing: "locationd") + "/locationd" }
 
     /// - Parameters:
     ///   - body: config text after the `[daemon]` socket/state lines; `SOCKET` and `STATE` are filled in.

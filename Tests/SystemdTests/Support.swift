@@ -50,16 +50,7 @@ enum Repository {
     }
 
     /// The build's binary directory (.build/<triple>/<configuration>), found from the running test bundle.
-    static var binaryDirectory: String {
-        var buffer = [CChar](repeating: 0, count: 4096)
-        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        var path = String(decoding: buffer.prefix(max(n, 0)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        while !path.isEmpty && !FileManager.default.fileExists(atPath: path + "/locationd") {
-            guard let slash = path.lastIndex(of: "/") else { break }
-            path = String(path[..<slash])
-        }
-        return path
-    }
+    static var binaryDirectory: String { BuiltProducts.directory(containing: "locationd") }
 
     /// The built `locationd`.
     static var locationd: String { binaryDirectory + "/locationd" }
