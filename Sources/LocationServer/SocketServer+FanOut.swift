@@ -104,10 +104,7 @@ extension SocketServer {
     /// change (`PolicyEngine.generation`), the session's own grants change, or a grant expires — so that
     /// the fan-out does not evaluate rules and grants for every client on every fix.
     func authorization(of session: ClientSession, now: Double) -> AuthorizationState {
-        if session.cacheValid, session.cachedGeneration == policy.generation, now < session.cachedUntil,
-           let cached = session.cachedAuthorization {
-            return cached
-        }
+        if cacheHolds(for: session, now: now), let cached = session.cachedAuthorization { return cached }
         let state = policy.state(session.identity, session.policy, now: now)
         var until = policy.nextGrantExpiry(after: now)
         if let once = session.policy.once, once.expires > now { until = min(until, once.expires) }
@@ -123,11 +120,13 @@ extension SocketServer {
     /// The accuracy the client may see now, nil when it may see nothing (`authorization(of:now:)`, without
     /// copying the state).
     func authorizedAccuracy(of session: ClientSession, now: Double) -> AccuracyAuthorization? {
-        if session.cacheValid, session.cachedGeneration == policy.generation, now < session.cachedUntil {
-            return session.cachedAccuracy
-        }
-        _ = authorization(of: session, now: now)
+        if !cacheHolds(for: session, now: now) { _ = authorization(of: session, now: now) }
         return session.cachedAccuracy
+    }
+
+    /// Whether the client's cached authorization still holds at `now` (wall clock).
+    private func cacheHolds(for session: ClientSession, now: Double) -> Bool {
+        session.cacheValid && session.cachedGeneration == policy.generation && now < session.cachedUntil
     }
 
     static func position(of fix: Fix) -> (latitude: Double, longitude: Double)? {

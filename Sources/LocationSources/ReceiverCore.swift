@@ -129,12 +129,10 @@ final class ReceiverCore: @unchecked Sendable {
     }
 
     private func staleTimerFired() {
-        guard let last = lastFixArrival else { return markStale() }
-        let remaining = last + staleAfter - monotonicSeconds()
-        if remaining <= 0.001 {
-            markStale()
-        } else {
+        if let remaining = secondsUntilStale(), remaining > 0.001 {
             staleTimer?.schedule(deadline: .now() + remaining)
+        } else {
+            markStale()
         }
     }
 
