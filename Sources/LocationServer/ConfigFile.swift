@@ -36,17 +36,48 @@ public struct ConfigFileError: Error, Hashable, Sendable, CustomStringConvertibl
 }
 
 /// Reads INI files with inih (`ini_parse_stream`), keeping each entry's line number.
+///
+/// inih reads into a buffer of a fixed size (`INI_MAX_LINE`, 200 bytes as Debian builds it) and takes
+/// whatever does not fit as the next line. So lines are read whole here and handed to inih one at a
+/// time: a comment longer than the buffer is passed as a blank line, any other over-long line is an
+/// error naming it — never a wrong line number or half a value.
 public enum ConfigFile {
     private final class ParseState {
         let file: UnsafeMutablePointer<FILE>
         let path: String
         var line = 0
-        var atLineStart = true
         var entries: [ConfigEntry] = []
+        /// A line too long for inih's buffer (not a comment): its number and inih's limit.
+        var tooLong: (line: Int, limit: Int)?
+        /// getline(3)'s buffer, reused from line to line.
+        var lineBuffer: UnsafeMutablePointer<CChar>? = nil
+        var lineCapacity = 0
 
         init(file: UnsafeMutablePointer<FILE>, path: String) {
             self.file = file
             self.path = path
+        }
+
+        deinit { free(lineBuffer) }
+
+        /// The next whole line into `buffer` (`size` bytes), or nil at the end or on a line too long.
+        func next(into buffer: UnsafeMutablePointer<CChar>, size: Int) -> UnsafeMutablePointer<CChar>? {
+            let length = getline(&lineBuffer, &lineCapacity, file)
+            guard length >= 0, let text = lineBuffer else { return nil }
+            line += 1
+            if length < size {
+                memcpy(buffer, text, length + 1)
+                return buffer
+            }
+            var first = 0
+            while first < length && (text[first] == 32 || text[first] == 9) { first += 1 }
+            if first < length && (text[first] == 59 || text[first] == 35) {  // ';' or '#': a comment
+                buffer[0] = 10
+                buffer[1] = 0
+                return buffer
+            }
+            tooLong = (line, size - 1)
+            return nil
         }
     }
 
@@ -61,11 +92,8 @@ public enum ConfigFile {
         let context = Unmanaged.passUnretained(state).toOpaque()
         let reader: ini_reader = { buffer, size, stream in
             let state = Unmanaged<ParseState>.fromOpaque(stream!).takeUnretainedValue()
-            guard let result = fgets(buffer, size, state.file) else { return nil }
-            if state.atLineStart { state.line += 1 }
-            let length = strlen(result)
-            state.atLineStart = length > 0 && result[length - 1] == 10
-            return result
+            guard let buffer, size > 2 else { return nil }
+            return state.next(into: buffer, size: Int(size))
         }
         let handler: ini_handler = { user, section, name, value in
             let state = Unmanaged<ParseState>.fromOpaque(user!).takeUnretainedValue()
@@ -75,6 +103,9 @@ public enum ConfigFile {
             return 1
         }
         let result = ini_parse_stream(reader, context, handler, context)
+        if let (line, limit) = state.tooLong {
+            throw ConfigFileError(file: path, line: line, key: nil, message: "line longer than \(limit) bytes")
+        }
         if result > 0 {
             throw ConfigFileError(file: path, line: Int(result), key: nil, message: "not a section header or key = value line")
         }

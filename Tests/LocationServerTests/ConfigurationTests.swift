@@ -139,6 +139,28 @@ struct ConfigurationTests {
         do { _ = try Self.load("[deamon]\nlog-level = info\n") } catch { #expect(error.description.contains("unknown section [deamon]")) }
     }
 
+    @Test("long lines: a comment of any length is skipped, a longer key line is an error with its line")
+    func longLines() throws {
+        // Found when the quick start ran from a long directory path: its config's comment, with the
+        // paths filled in, was over inih's 200-byte line buffer, and the rest of it was read as line 4.
+        let comment = "# " + String(repeating: "/tmp/some/long/directory", count: 20)
+        let c = try Self.load("[daemon]\n\(comment)\n  ; \(comment)\nlog-level = warning\nmax-clients = 7\n")
+        #expect(c.logLevel == .warning && c.maxClients == 7)
+        do {
+            _ = try Self.load("[daemon]\n\(comment)\nlog-level = warning\nsocket = /run/" + String(repeating: "x", count: 300) + "\n")
+            Issue.record("a 308-byte key line was accepted")
+        } catch {
+            #expect(error.line == 4, "\(error)")
+            #expect(error.description.contains(":4: line longer than"), "\(error)")
+        }
+        do {
+            _ = try Self.load("[daemon]\n\(comment)\nlog-level = warning\nfrobnicate = 1\n")
+            Issue.record("unknown key accepted")
+        } catch {
+            #expect(error.line == 4 && error.key == "frobnicate", "line numbers after a long comment: \(error)")
+        }
+    }
+
     @Test("drop-ins apply in name order after the main file; only *.conf files count")
     func dropInOrder() throws {
         let c = try Self.load("[daemon]\nlog-level = info\nmax-clients = 7\n", dropIns: [
