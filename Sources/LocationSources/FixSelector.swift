@@ -26,7 +26,9 @@ public struct FixSelector: Sendable {
         var cycle = 1.0
     }
 
-    private var entries: [String: Entry] = [:]
+    /// One entry per receiver, in no particular order (`order` breaks ties). A handful at most, so a
+    /// linear search by name beats hashing, and a fix updates its entry in place.
+    private var entries: [Entry] = []
     /// The receiver whose fixes are being published.
     public private(set) var selected: String?
     private var announcedNoFix = false
@@ -35,43 +37,49 @@ public struct FixSelector: Sendable {
 
     public init(receivers: [(name: String, priority: Int)], minimumFreshness: Double = 1.5) {
         for (i, r) in receivers.enumerated() {
-            entries[r.name] = Entry(name: r.name, priority: r.priority, order: i)
+            Self.put(Entry(name: r.name, priority: r.priority, order: i), in: &entries)
         }
         self.minimumFreshness = minimumFreshness
+    }
+
+    private func index(of name: String) -> Int? { entries.firstIndex { $0.name == name } }
+
+    /// Adds `entry`, replacing one of the same name (the later of two same-named receivers counts).
+    private static func put(_ entry: Entry, in entries: inout [Entry]) {
+        if let i = entries.firstIndex(where: { $0.name == entry.name }) { entries[i] = entry } else { entries.append(entry) }
     }
 
     func freshness(_ e: Entry) -> Double { max(minimumFreshness, 1.5 * e.cycle) }
 
     /// The moment the currently selected receiver's fix goes stale, for a timer; nil when none selected.
     public func nextDeadline() -> Double? {
-        guard let s = selected, let e = entries[s], let at = e.lastValidAt else { return nil }
-        return at + freshness(e)
+        guard let s = selected, let i = index(of: s), let at = entries[i].lastValidAt else { return nil }
+        return at + freshness(entries[i])
     }
 
     /// A receiver connected or became unavailable.
     public mutating func connection(_ name: String, connected: Bool, now: Double) -> Action {
-        guard entries[name] != nil else { return .none }
-        entries[name]!.connected = connected
+        guard let i = index(of: name) else { return .none }
+        entries[i].connected = connected
         if !connected {
-            entries[name]!.lastValid = nil
-            entries[name]!.lastValidAt = nil
+            entries[i].lastValid = nil
+            entries[i].lastValidAt = nil
         }
         return reselect(now: now)
     }
 
     /// A fix (or no-fix) from a receiver.
     public mutating func fix(_ fix: Fix, from name: String, now: Double) -> Action {
-        guard var e = entries[name] else { return .none }
-        e.connected = true
+        guard let i = index(of: name) else { return .none }
+        entries[i].connected = true
         if fix.hasPosition {
-            if let at = e.lastValidAt, now - at > 0.01 { e.cycle = min(max(now - at, 0.05), 10) }
-            e.lastValid = fix
-            e.lastValidAt = now
+            if let at = entries[i].lastValidAt, now - at > 0.01 { entries[i].cycle = min(max(now - at, 0.05), 10) }
+            entries[i].lastValid = fix
+            entries[i].lastValidAt = now
         } else {
-            e.lastValid = nil
-            e.lastValidAt = nil
+            entries[i].lastValid = nil
+            entries[i].lastValidAt = nil
         }
-        entries[name] = e
         let previous = selected
         let action = reselect(now: now)
         if selected == name && previous == name && fix.hasPosition { return .publish(fix) }
@@ -87,12 +95,13 @@ public struct FixSelector: Sendable {
     /// receiver of the same name) or new starts disconnected; the others are forgotten.
     /// - Returns: what to publish when the choice changed (the new choice's fix, or one no-fix).
     public mutating func replaceReceivers(_ receivers: [(name: String, priority: Int)], reset: Set<String>, now: Double) -> Action {
-        var updated: [String: Entry] = [:]
+        var updated: [Entry] = []
         for (i, r) in receivers.enumerated() {
-            var kept = (reset.contains(r.name) ? nil : entries[r.name]) ?? Entry(name: r.name, priority: r.priority, order: i)
+            var kept = (reset.contains(r.name) ? nil : index(of: r.name).map { entries[$0] })
+                ?? Entry(name: r.name, priority: r.priority, order: i)
             kept.priority = r.priority
             kept.order = i
-            updated[r.name] = kept
+            Self.put(kept, in: &updated)
         }
         entries = updated
         return reselect(now: now)
@@ -104,15 +113,17 @@ public struct FixSelector: Sendable {
     }
 
     private mutating func reselect(now: Double) -> Action {
-        let best = entries.values
-            .filter { qualifies($0, now: now) }
-            .max { ($0.priority, -$0.order) < ($1.priority, -$1.order) }
+        var best: Int? = nil
+        for i in entries.indices where qualifies(entries[i], now: now) {
+            if let b = best, (entries[i].priority, -entries[i].order) <= (entries[b].priority, -entries[b].order) { continue }
+            best = i
+        }
         let previous = selected
-        selected = best?.name
-        if let best, best.name != previous {
+        selected = best.map { entries[$0].name }
+        if let best, entries[best].name != previous {
             announcedNoFix = false
             // Switching: publish the new receiver's latest fix now rather than at its next one.
-            return .publish(best.lastValid!)
+            return .publish(entries[best].lastValid!)
         }
         if best == nil && !announcedNoFix {
             announcedNoFix = true

@@ -25,6 +25,8 @@ public final class SerialReceiver: Receiver, @unchecked Sendable {
     private var decoder: NMEADecoder
     private var searching: (speeds: [Int], index: Int, deadline: DispatchWorkItem?)?
     private var buffer = [UInt8](repeating: 0, count: 4096)
+    /// The fixes one read completed, kept between reads so that a read allocates nothing.
+    private var readFixes: [Fix] = []
     private var countedErrors = 0
 
     /// - Parameters:
@@ -156,9 +158,9 @@ public final class SerialReceiver: Receiver, @unchecked Sendable {
     }
 
     private func consume(_ n: Int) {
-        var fixes: [Fix] = []
+        readFixes.removeAll(keepingCapacity: true)
         buffer.withUnsafeBufferPointer { all in
-            decoder.decode(UnsafeBufferPointer(rebasing: all[0..<n])) { fixes.append($0) }
+            decoder.decode(UnsafeBufferPointer(rebasing: all[0..<n])) { readFixes.append($0) }
         }
         let stats = decoder.statistics
         let errors = stats.framing.rejectedSentences + stats.malformedSentences
@@ -178,7 +180,7 @@ public final class SerialReceiver: Receiver, @unchecked Sendable {
             $0.sentences = stats.framing.sentences
             $0.errors = self.countedErrors + errors
         }
-        for fix in fixes { core.deliver(fix) }
+        for fix in readFixes { core.deliver(fix) }
     }
 
     private func fail(_ reason: String) {
