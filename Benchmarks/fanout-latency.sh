@@ -13,6 +13,8 @@
 #   LOCATIOND_CLIENTS  client counts for locationd (default "1 50 100 1000")
 #   GPSD_CLIENTS       client counts for gpsd (default "1 50"; 50 stays within gpsd's client limit)
 #   REFERENCE_CLIENTS  client counts for the reference fan-out (default "1 1000"); "" skips it
+#   URING_CLIENTS      client counts for the reference fan-out built to send through io_uring (default "":
+#                      skipped; needs Debian's liburing-dev)
 #   PIN                yes (default): harness on the last CPU, daemon on the others (taskset), and the
 #                      harness polls epoll without sleeping while it waits for an epoch; no: unpinned
 #   SPIN               yes/no: whether the harness polls epoll without sleeping while it waits for an
@@ -57,6 +59,8 @@
 #   reference SOCKET PTY        Benchmarks/fanout/reference.c: not a GNSS daemon, the least a fan-out can
 #                               do (one epoll loop, one send() of a fixed TPV line per client per epoch),
 #                               so its delays are the floor the harness can see on this machine.
+#   reference-uring SOCKET PTY  the same, its sends queued on an io_uring and submitted by one system call
+#                               per epoch (registered descriptors): is the per-send system call the cost?
 # Goals (issue 4): locationd p99 <= 2 ms at 1000 subscribers; CPU and delay below gpsd's at equal client
 # counts; RSS <= 16 MiB at 1000 clients.
 set -euo pipefail
@@ -70,6 +74,7 @@ EPOCHS=${EPOCHS:-100}
 LOCATIOND_CLIENTS=${LOCATIOND_CLIENTS-1 50 100 1000}
 GPSD_CLIENTS=${GPSD_CLIENTS-1 50}
 REFERENCE_CLIENTS=${REFERENCE_CLIENTS-1 1000}
+URING_CLIENTS=${URING_CLIENTS-}
 PIN=${PIN:-yes}
 STAMP=${STAMP:-ready}
 NOISY=${NOISY:-10}
@@ -122,6 +127,10 @@ trap 'exit 130' INT TERM
 
 gcc -O2 -Wall -o "$work/harness" Benchmarks/fanout/harness.c -lm
 gcc -O2 -Wall -o "$work/reference" Benchmarks/fanout/reference.c
+if [ -n "$URING_CLIENTS" ]; then
+    gcc -O2 -Wall -DURING -o "$work/reference-uring" Benchmarks/fanout/reference.c -luring ||
+        { echo "cannot build the io_uring reference: apt-get install liburing-dev" >&2; exit 1; }
+fi
 
 # Pinning: the harness on the last CPU, the daemon on the others, so that neither waits for the other's
 # CPU (a Unix-socket send wakes the reader on the sender's CPU otherwise) and runs are comparable.
@@ -138,7 +147,7 @@ spin=${SPIN:-$spin}
 
 # Descriptors: 1000 clients on each side, plus the daemon's own. Inherited by the harness and daemons.
 max_clients=0
-for n in $LOCATIOND_CLIENTS $GPSD_CLIENTS $REFERENCE_CLIENTS; do
+for n in $LOCATIOND_CLIENTS $GPSD_CLIENTS $REFERENCE_CLIENTS $URING_CLIENTS; do
     if [ "$n" -gt "$max_clients" ]; then max_clients=$n; fi
 done
 want=$((max_clients + 256))
@@ -216,8 +225,8 @@ EOF
     gpsd)
         "${pin_daemon[@]}" "$gpsd_bin" -N -n -b -S "$port" "$pty" > /dev/null 2> "$dir/daemon.log" &
         ;;
-    reference)
-        "${pin_daemon[@]}" "$work/reference" "$dir/daemon.sock" "$pty" > /dev/null 2> "$dir/daemon.log" &
+    reference | reference-uring)
+        "${pin_daemon[@]}" "$work/$kind" "$dir/daemon.sock" "$pty" > /dev/null 2> "$dir/daemon.log" &
         ;;
     esac
     daemon_pid=$!
@@ -290,9 +299,10 @@ if [ $have_gpsd = yes ]; then
     for n in $GPSD_CLIENTS; do run gpsd "$n"; done
 fi
 for n in $REFERENCE_CLIENTS; do run reference "$n"; done
+for n in $URING_CLIENTS; do run reference-uring "$n"; done
 
 echo
-printf '%-10s %7s %9s %9s %9s %8s %8s %9s %8s %8s %8s\n' daemon clients 'p50 ms' 'p99 ms' 'max ms' 'CPU %' 'RSS MiB' 'anon MiB' 'TPVs/ep' 'got TPV' 'other %'
+printf '%-15s %7s %9s %9s %9s %8s %8s %9s %8s %8s %8s\n' daemon clients 'p50 ms' 'p99 ms' 'max ms' 'CPU %' 'RSS MiB' 'anon MiB' 'TPVs/ep' 'got TPV' 'other %'
 mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
 flagged=no
 for key in "${order[@]}"; do
@@ -300,7 +310,7 @@ for key in "${order[@]}"; do
     other=$(field "$r" other_cpu_pct)
     mark=""
     if noisy "$r"; then mark=" *"; flagged=yes; fi
-    printf '%-10s %7s %9s %9s %9s %8s %8s %9s %8s %8s%% %7s%s\n' "$(field "$r" label)" "$(field "$r" clients)" \
+    printf '%-15s %7s %9s %9s %9s %8s %8s %9s %8s %8s%% %7s%s\n' "$(field "$r" label)" "$(field "$r" clients)" \
         "$(field "$r" p50_ms)" "$(field "$r" p99_ms)" "$(field "$r" max_ms)" "$(field "$r" cpu_pct)" \
         "$(mib "$(field "$r" rss_kb)")" "$(mib "$(field "$r" anon_kb)")" "$(field "$r" tpv_per_epoch)" "$(field "$r" coverage)" \
         "$other" "$mark"

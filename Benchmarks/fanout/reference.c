@@ -6,7 +6,13 @@
  * line containing WATCH with a WATCH line. Its delays are the floor of what the harness can measure on
  * the machine (pty wake-up, one send() per client, the harness reading N sockets in one process).
  *
- * usage: reference SOCKET-PATH PTY-PATH        Build: gcc -O2 -Wall -o reference reference.c
+ * Built with -DURING (and -luring, Debian's liburing-dev), it queues the epoch's sends on an io_uring
+ * instead — one IORING_OP_SEND per client on registered descriptors, all submitted by one
+ * io_uring_enter — to see whether per-call overhead (the system call, the descriptor look-up) is what
+ * bounds a fan-out; Benchmarks/README.md has the answer on our machine (it is not).
+ *
+ * usage: reference SOCKET-PATH PTY-PATH
+ * Build: gcc -O2 -Wall -o reference reference.c     (io_uring: add -DURING ... -luring)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -19,6 +25,9 @@
 #include <sys/un.h>
 #include <termios.h>
 #include <unistd.h>
+#ifdef URING
+#include <liburing.h>
+#endif
 
 static int timed_sentence_time(const char *line, size_t length, char out[16]) {
     if (length < 8 || line[0] != '$') return 0;
@@ -62,6 +71,15 @@ int main(int argc, char **argv) {
     ev.data.fd = pty;
     epoll_ctl(ep, EPOLL_CTL_ADD, pty, &ev);
 
+#ifdef URING
+    /* A sparse table of registered files indexed by descriptor number; completions only for failures. */
+    struct io_uring ring;
+    struct io_uring_params params = { .flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_CQSIZE,
+                                      .cq_entries = 4096 };
+    int ur = io_uring_queue_init_params(2048, &ring, &params);
+    if (ur == 0) ur = io_uring_register_files_sparse(&ring, 4096);
+    if (ur < 0) { fprintf(stderr, "io_uring: %s\n", strerror(-ur)); return 1; }
+#endif
     int capacity = 1024, count = 0;
     int *clients = malloc((size_t)capacity * sizeof *clients);
     static char buf[65536], pending[65536];
@@ -80,6 +98,9 @@ int main(int argc, char **argv) {
                     clients[count++] = c;
                     ev.data.fd = c;
                     epoll_ctl(ep, EPOLL_CTL_ADD, c, &ev);
+#ifdef URING
+                    if (c < 4096) io_uring_register_files_update(&ring, (unsigned)c, &c, 1);
+#endif
                     (void)!write(c, "{\"class\":\"VERSION\",\"release\":\"reference\"}\n", 43);
                 }
             } else if (fd == pty) {
@@ -99,13 +120,27 @@ int main(int argc, char **argv) {
                 have -= start;
                 if (have == 0 && current[0] && strcmp(current, reported) != 0) {
                     strcpy(reported, current);
-                    char line[512];
+                    static char line[512];  /* static: an io_uring send may outlive this block */
                     int length = snprintf(line, sizeof line,
                         "{\"class\":\"TPV\",\"device\":\"gnss0\",\"mode\":3,\"time\":\"2000-01-01T%.2s:%.2s:%sZ\","
                         "\"lat\":50.840191667,\"lon\":4.347088333,\"altHAE\":153.79,\"altMSL\":108,\"geoidSep\":45.79,"
                         "\"speed\":0.0051,\"track\":88.63,\"eph\":28.5,\"epv\":46,\"accuracy\":\"full\"}\n",
                         current, current + 2, current + 4);
+#ifdef URING
+                    for (int c = 0; c < count; c++) {
+                        struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+                        if (!sqe) { io_uring_submit(&ring); sqe = io_uring_get_sqe(&ring); }
+                        io_uring_prep_send(sqe, clients[c], line, (size_t)length, MSG_NOSIGNAL | MSG_DONTWAIT);
+                        sqe->flags |= IOSQE_FIXED_FILE | IOSQE_CQE_SKIP_SUCCESS;
+                    }
+                    io_uring_submit(&ring);
+                    struct io_uring_cqe *cqe;
+                    unsigned head, seen = 0;
+                    io_uring_for_each_cqe(&ring, head, cqe) seen++;
+                    io_uring_cq_advance(&ring, seen);
+#else
                     for (int c = 0; c < count; c++) (void)!send(clients[c], line, (size_t)length, MSG_NOSIGNAL | MSG_DONTWAIT);
+#endif
                 }
             } else {
                 ssize_t r = read(fd, buf, sizeof buf);
