@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Where one epoch's time goes inside the daemon, with one subscriber: locationd against the reference
+# fan-out, from the kernel's system-call tracepoints.
+#
+# usage (from the package root, as root: perf needs the tracepoints):  Benchmarks/epoch-path.sh
+#
+# Environment: SCRATCH (swift build --scratch-path, default .build), NMEA_LOGS (default ../shared/nmea-logs),
+# SECONDS_TRACED (default 8).
+#
+# Each daemon runs pinned on CPU 0 with Benchmarks/fanout/harness.c on the last CPU replaying
+# telit-he910.log at 10 Hz into a pty, one client subscribed (as Benchmarks/fanout-latency.sh does). After
+# the warm-up, `perf record -e raw_syscalls:sys_enter,raw_syscalls:sys_exit -p PID` traces the daemon for
+# SECONDS_TRACED seconds. For every epoch it prints the median and 90th percentile of:
+#   wake -> read    from the return of the poll(2)/epoll_wait(2) that reported the pty readable to the
+#                   start of the read(2) of the epoch (the daemon's own code: dispatching the event)
+#   read -> send    from the return of that read to the start of the first sendto(2) (decoding the epoch,
+#                   assembling the fix, choosing the receiver, authorizing, encoding the TPV)
+#   wake -> send    the two together: the daemon's part of the 1-client delay
+# All of it is user-space time between two system calls, so the tracepoints (which cost a few µs per
+# system call) add nothing to it; the delays the harness measures while perf runs are not meaningful.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SCRATCH=${SCRATCH:-.build}
+NMEA_LOGS=${NMEA_LOGS:-../shared/nmea-logs}
+SECONDS_TRACED=${SECONDS_TRACED:-8}
+capture=$NMEA_LOGS/telit-he910.log
+command -v perf >/dev/null 2>&1 || { echo "perf not found: apt-get install linux-perf" >&2; exit 1; }
+[ "$(nproc)" -ge 2 ] || { echo "needs at least 2 CPUs" >&2; exit 1; }
+
+swift build -c release --scratch-path "$SCRATCH" --product locationd >&2
+locationd="$(swift build -c release --scratch-path "$SCRATCH" --show-bin-path)/locationd"
+work=$(mktemp -d)
+pids=()
+cleanup() {
+    local p
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+gcc -O2 -Wall -o "$work/harness" Benchmarks/fanout/harness.c -lm
+gcc -O2 -Wall -o "$work/reference" Benchmarks/fanout/reference.c
+last_cpu=$(($(nproc) - 1))
+ulimit -n 4096
+
+# medians: reads `perf script -F time,event,trace` and prints the three gaps.
+medians() {
+    awk -v label="$1" '
+        function report(name, a, n,    i, j, t) {
+            for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+            if (n == 0) { printf "%-10s %-13s no epochs traced\n", label, name; return }
+            k = int(n * 0.9)
+            if (k < 1) k = 1
+            printf "%-10s %-13s %6d %9.1f %9.1f\n", label, name, n, a[int((n + 1) / 2)], a[k]
+        }
+        {
+            t = $1 + 0; ev = $2; nr = $4
+            if (ev == "raw_syscalls:sys_exit:" && (nr == "7" || nr == "232")) { woke = t; next }
+            if (ev == "raw_syscalls:sys_enter:" && nr == "0" && woke) { wr[++nwr] = (t - woke) * 1e6; start = woke; woke = 0; next }
+            if (ev == "raw_syscalls:sys_exit:" && nr == "0" && $NF + 0 > 0) { readEnd = t; next }
+            if (ev == "raw_syscalls:sys_enter:" && nr == "44" && readEnd) {
+                rs[++nrs] = (t - readEnd) * 1e6; readEnd = 0
+                if (start) { ws[++nws] = (t - start) * 1e6; start = 0 }
+            }
+        }
+        END { report("wake -> read", wr, nwr); report("read -> send", rs, nrs); report("wake -> send", ws, nws) }'
+}
+
+trace() { # trace KIND
+    local kind=$1 dir pty
+    dir=$(mktemp -d "$work/$kind.XXXX")
+    mkdir "$dir/state"
+    taskset -c "$last_cpu" "$work/harness" --capture "$capture" --pty-file "$dir/pty" --pid-file "$dir/pid" \
+        --unix "$dir/daemon.sock" --watch '{"class":"WATCH","enable":true}' --clients 1 --warmup 20 \
+        --epochs $((SECONDS_TRACED * 10 + 40)) --label "$kind" > /dev/null 2> "$dir/harness.log" &
+    local harness=$!
+    pids+=("$harness")
+    while [ ! -s "$dir/pty" ]; do
+        kill -0 "$harness" 2>/dev/null || { cat "$dir/harness.log" >&2; exit 1; }
+        sleep 0.05
+    done
+    pty=$(cat "$dir/pty")
+    if [ "$kind" = locationd ]; then
+        printf '[daemon]\nsocket = %s\nstate-directory = %s\nlog-level = warning\n[receiver gnss0]\ntype = serial\npath = %s\nspeed = 9600\n[policy]\naccess = always\naccuracy = full\n' \
+            "$dir/daemon.sock" "$dir/state" "$pty" > "$dir/locationd.conf"
+        taskset -c 0 "$locationd" --config "$dir/locationd.conf" > /dev/null 2> "$dir/daemon.log" &
+    else
+        taskset -c 0 "$work/reference" "$dir/daemon.sock" "$pty" > /dev/null 2> "$dir/daemon.log" &
+    fi
+    local daemon=$!
+    pids+=("$daemon")
+    echo "$daemon" > "$dir/pid"
+    sleep 4  # connect, subscribe, 20 warm-up epochs
+    taskset -c "$last_cpu" perf record -q -e raw_syscalls:sys_enter,raw_syscalls:sys_exit -o "$dir/perf.data" \
+        -p "$daemon" -- sleep "$SECONDS_TRACED" > /dev/null 2>&1
+    perf script -i "$dir/perf.data" -F time,event,trace 2> /dev/null | medians "$kind"
+    kill "$harness" "$daemon" 2> /dev/null || true
+    wait "$harness" "$daemon" 2> /dev/null || true
+}
+
+printf '%-10s %-13s %6s %9s %9s\n' daemon interval epochs 'p50 us' 'p90 us'
+trace locationd
+trace reference
