@@ -66,12 +66,6 @@ int locationd_open_pty(char *name, size_t name_size) {
 
 int locationd_accept(int fd) { return accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC); }
 
-#ifndef SYS_pidfd_send_signal
-#define SYS_pidfd_send_signal 424
-#endif
-
-int locationd_pidfd_alive(int pidfd) { return (int)syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0); }
-
 int locationd_socket_unread_bytes(int fd) {
     int n = 0;
     if (ioctl(fd, SIOCOUTQ, &n) != 0) return -1;

@@ -33,6 +33,7 @@ public struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     public static let timedOut = Errno(rawValue: ETIMEDOUT)
     public static let fileTooLarge = Errno(rawValue: EFBIG)
     public static let isADirectory = Errno(rawValue: EISDIR)
+    public static let noSuchProcess = Errno(rawValue: ESRCH)
 
     /// True for the errors a vanished device gives: USB unplug, pty master closed.
     public var meansDeviceGone: Bool {

@@ -6,21 +6,26 @@ import LocationPolicy
 import LocationPosix
 
 /// Reading a client's identity from the kernel only: SO_PEERCRED, /proc/PID/exe (checked against a
-/// pidfd where the kernel offers SO_PEERPIDFD, so a reused pid cannot pass for another program) and the
+/// pidfd where the kernel offers SO_PEERPIDFD, so a reused pid cannot pass for another program, and
+/// against the file at that path, so a path seen in another mount namespace cannot either) and the
 /// systemd unit from /proc/PID/cgroup.
 extension ClientIdentity {
     /// Reads the identity of the peer of a connected Unix socket.
+    /// - Throws: `Errno` when the socket has no peer credentials; `Errno.noSuchProcess` when the process
+    ///   that connected exited before it could be identified (its executable can no longer be read, and
+    ///   identifying it by user alone would let it slip past rules about programs).
     public static func ofPeer(socket fd: Int32) throws(Errno) -> ClientIdentity {
         let credentials = try PeerCredentials(socket: fd)
         let pidfd = peerPidFD(fd)
         defer { if let pidfd { close(pidfd) } }
-        var executable = readLink("/proc/\(credentials.pid)/exe")
+        let executable = verifiedExecutable(pid: credentials.pid)
         let unit = systemdUnit(pid: credentials.pid)
         var verified = false
         if let pidfd {
             // The process the pidfd pins must still be alive after we read /proc: else the pid may have
             // been reused between accept() and the read.
-            if pidfdAlive(pidfd) { verified = true } else { executable = nil }
+            guard pidfdAlive(pidfd) else { throw .noSuchProcess }
+            verified = true
         }
         let user = userName(credentials.uid)
         return ClientIdentity(pid: credentials.pid, uid: credentials.uid, gid: credentials.gid, user: user,
@@ -28,17 +33,30 @@ extension ClientIdentity {
                               verifiedByPidFD: verified)
     }
 
+    /// The path of the program `pid` runs, if that path names the very file it runs in this daemon's
+    /// mount namespace (same device and inode): /proc/PID/exe reads as the path in the *client's*
+    /// namespace, which a client can populate with a bind mount (an unprivileged user namespace is
+    /// enough), so the path alone proves nothing. Nil when it cannot be read (another user's process
+    /// without CAP_SYS_PTRACE), when the file was deleted or replaced since the program started, or when
+    /// the path leads to another file here.
+    static func verifiedExecutable(pid: Int32) -> String? {
+        let link = "/proc/\(pid)/exe"
+        guard let path = readLink(link) else { return nil }
+        var running = stat(), named = stat()
+        // stat(2) on the link follows it to the file the process runs, whatever namespace it is in.
+        guard stat(link, &running) == 0, stat(path, &named) == 0,
+              running.st_dev == named.st_dev, running.st_ino == named.st_ino else { return nil }
+        return path
+    }
+
     static func readLink(_ path: String) -> String? {
         var buffer = [CChar](repeating: 0, count: 4096)
         let n = readlink(path, &buffer, buffer.count - 1)
         guard n > 0 else { return nil }
-        var s = buffer.withUnsafeBufferPointer { String(decoding: UnsafeRawBufferPointer($0).prefix(n), as: UTF8.self) }
-        if s.hasSuffix(" (deleted)") { s.removeLast(" (deleted)".count) }
-        return s
+        return buffer.withUnsafeBufferPointer { String(decoding: UnsafeRawBufferPointer($0).prefix(n), as: UTF8.self) }
     }
 
-    /// The unit from /proc/PID/cgroup's unified line, e.g. `0::/system.slice/navit.service` → `navit.service`;
-    /// for user sessions the innermost `.service` or `.scope` (e.g. `app-foo.scope`).
+    /// The unit from /proc/PID/cgroup's unified line (`0::PATH`); see `unit(ofCgroup:)`.
     static func systemdUnit(pid: Int32) -> String? {
         guard let f = fopen("/proc/\(pid)/cgroup", "r") else { return nil }
         defer { fclose(f) }
@@ -46,17 +64,33 @@ extension ClientIdentity {
         while fgets(&line, Int32(line.count), f) != nil {
             let text = String(decoding: line.prefix(while: { $0 != 0 && $0 != 10 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
             guard text.hasPrefix("0::") else { continue }
-            let components = text.dropFirst(3).split(separator: "/")
-            if let unit = components.last(where: { $0.hasSuffix(".service") || $0.hasSuffix(".scope") }) {
-                return String(unit)
-            }
+            return unit(ofCgroup: text.dropFirst(3))
         }
         return nil
     }
 
+    /// The systemd unit a cgroup path (cgroup v2, as in /proc/PID/cgroup) belongs to: the innermost
+    /// `.service` or `.scope`, e.g. `/system.slice/navit.service` → `navit.service`, and
+    /// `/user.slice/user-1000.slice/session-2.scope` → `session-2.scope`. A unit that a user's own
+    /// service manager runs — below `user@UID.service`, whose cgroup subtree systemd delegates to that
+    /// user — is named with its manager, `user@1000.service/navit.service`: the user chooses its name
+    /// (`systemd-run --user --unit=navit.service`), so it must not pass for the system's unit.
+    static func unit(ofCgroup path: Substring) -> String? {
+        let components = path.split(separator: "/")
+        let isUnit = { (c: Substring) in c.hasSuffix(".service") || c.hasSuffix(".scope") }
+        guard let innermost = components.lastIndex(where: isUnit) else { return nil }
+        if let manager = components.firstIndex(where: { $0.hasPrefix("user@") && $0.hasSuffix(".service") }), manager < innermost {
+            return "\(components[manager])/\(components[innermost])"
+        }
+        return String(components[innermost])
+    }
+
+    /// Whether the process a pidfd refers to is still running: a pidfd turns readable when its process
+    /// exits (pidfd_open(2)). Polling needs no permission over the process, where signalling it does (the
+    /// service runs as its own user, without CAP_KILL). A failed poll counts as exited.
     static func pidfdAlive(_ pidfd: Int32) -> Bool {
-        // pidfd_send_signal(pidfd, 0, NULL, 0): succeeds while the process exists.
-        locationd_pidfd_alive(pidfd) == 0
+        var entry = pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)
+        return poll(&entry, 1, 0) == 0
     }
 
     static func userName(_ uid: UInt32) -> String? {

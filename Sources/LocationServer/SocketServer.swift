@@ -129,7 +129,15 @@ public final class SocketServer: @unchecked Sendable {
         do {
             identity = try ClientIdentity.ofPeer(socket: fd)
         } catch {
-            log.warning("client refused: no peer credentials", ["errno": error.description])
+            if error == .noSuchProcess {
+                // The program that connected is gone (it exited, leaving the socket to another process,
+                // e.g. a child): nobody can be identified, so nobody is served.
+                log.warning("client refused: the connecting process exited before it was identified")
+                let refusal = ServerMessage.error(request: "?", message: "the connecting process exited before it could be identified")
+                _ = refusal.withUnsafeBytes { sendNoSignal(fd, $0) }
+            } else {
+                log.warning("client refused: no peer credentials", ["errno": error.description])
+            }
             FileDescriptorOps.close(fd)
             return
         }

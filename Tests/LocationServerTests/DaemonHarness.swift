@@ -12,6 +12,8 @@ final class DaemonProcess {
     let directory: String
     let socketPath: String
     let logPath: String
+    /// Runs before the binary, e.g. `setpriv` with its options (found on PATH).
+    let launcher: [String]
     private(set) var pid: pid_t = 0
 
     static var sharedDirectory: String {
@@ -31,7 +33,9 @@ final class DaemonProcess {
 
     /// - Parameters:
     ///   - body: config text after the `[daemon]` socket/state lines; `SOCKET` and `STATE` are filled in.
-    init(config body: String, daemonKeys: String = "") throws {
+    ///   - owner: a uid:gid to give the temporary directory to, for a daemon run as that user (`launcher`).
+    init(config body: String, daemonKeys: String = "", launcher: [String] = [], owner: (uid: uid_t, gid: gid_t)? = nil) throws {
+        self.launcher = launcher
         var template = Array("/tmp/locationd-e2e-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw Errno.current }
         directory = String(cString: made)
@@ -47,6 +51,10 @@ final class DaemonProcess {
             \(body)
             """
         FileManager.default.createFile(atPath: directory + "/locationd.conf", contents: Data(config.utf8))
+        if let owner {
+            chown(directory, owner.uid, owner.gid)
+            chmod(directory, 0o755)
+        }
         try start()
     }
 
@@ -55,9 +63,10 @@ final class DaemonProcess {
         posix_spawn_file_actions_init(&actions)
         posix_spawn_file_actions_addopen(&actions, 2, logPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        let argv: [UnsafeMutablePointer<CChar>?] = [strdup(Self.binary), strdup("--config"), strdup(directory + "/locationd.conf"), nil]
+        let arguments = launcher + [Self.binary, "--config", directory + "/locationd.conf"]
+        let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
-        let rc = posix_spawn(&pid, Self.binary, &actions, nil, argv, environ)
+        let rc = posix_spawnp(&pid, arguments[0], &actions, nil, argv, environ)
         posix_spawn_file_actions_destroy(&actions)
         guard rc == 0 else { throw Errno(rawValue: rc) }
         let end = monotonic() + 10

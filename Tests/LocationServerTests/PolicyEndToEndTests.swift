@@ -4,6 +4,7 @@ import Glibc
 import FoundationEssentials
 import LocationPolicy
 import LocationPosix
+import TestSupport
 import Testing
 
 /// End-to-end checks of the permission policy with the real daemon and real clients (issue 5).
@@ -30,43 +31,54 @@ struct PolicyEndToEndTests {
         """
     }
 
+    /// The Python client the tests run: connects to argv[1], sends argv[3...] as lines, and prints every
+    /// byte received for argv[2] seconds.
+    static let pythonClient = """
+        import socket, sys, time
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(sys.argv[1])
+        for line in sys.argv[3:]:
+            s.sendall(line.encode() + b"\\n")
+        s.settimeout(0.2)
+        end = time.time() + float(sys.argv[2])
+        out = b""
+        while time.time() < end:
+            try:
+                d = s.recv(65536)
+                if not d: break
+                out += d
+            except socket.timeout:
+                pass
+        sys.stdout.buffer.write(out)
+        """
+
     /// Runs a Python client as `nobody` (setpriv), sending `lines`, recording every byte received for
     /// `seconds`; returns the bytes.
     static func asNobody(_ socket: String, lines: [String], seconds: Double) throws -> String {
-        let script = """
-            import socket, sys, time
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            s.connect(sys.argv[1])
-            for line in sys.argv[3:]:
-                s.sendall(line.encode() + b"\\n")
-            s.settimeout(0.2)
-            end = time.time() + float(sys.argv[2])
-            out = b""
-            while time.time() < end:
-                try:
-                    d = s.recv(65536)
-                    if not d: break
-                    out += d
-                except socket.timeout:
-                    pass
-            sys.stdout.buffer.write(out)
-            """
         let directory = String(socket[..<socket.lastIndex(of: "/")!])
         chmod(directory, 0o755)
-        let output = directory + "/nobody-\(Int(monotonic() * 1000)).out"
+        return try run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", pythonClient,
+                        socket, String(seconds)] + lines, in: directory).stdout
+    }
+
+    /// Runs `arguments` (found on PATH), writing its standard output and error to files in `directory`;
+    /// waits for it and returns its exit status and both outputs.
+    static func run(_ arguments: [String], in directory: String) throws -> (status: Int32, stdout: String, stderr: String) {
+        let stamp = "\(getpid())-\(Int(monotonic() * 1_000_000))"
+        let output = directory + "/run-\(stamp).out", errors = directory + "/run-\(stamp).err"
         var pid: pid_t = 0
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        let args = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script, socket,
-                    String(seconds)] + lines
-        let argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
+        posix_spawn_file_actions_addopen(&actions, 2, errors, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
-        guard posix_spawnp(&pid, "setpriv", &actions, nil, argv, environ) == 0 else { throw Errno.current }
+        guard posix_spawnp(&pid, arguments[0], &actions, nil, argv, environ) == 0 else { throw Errno.current }
         posix_spawn_file_actions_destroy(&actions)
         var status: Int32 = 0
         waitpid(pid, &status, 0)
-        return FileManager.default.contents(atPath: output).map { String(decoding: $0, as: UTF8.self) } ?? ""
+        let read = { (path: String) in FileManager.default.contents(atPath: path).map { String(decoding: $0, as: UTF8.self) } ?? "" }
+        return ((status >> 8) & 0xFF, read(output), read(errors))
     }
 
     @Test("as another user, a client without a grant receives not one byte of location over whole replays")
@@ -92,6 +104,59 @@ struct PolicyEndToEndTests {
         // A non-admin cannot grant itself.
         let grant = try Self.asNobody(daemon.socketPath, lines: [#"{"class":"GRANT","user":"nobody","kind":"persistent"}"#], seconds: 0.5)
         #expect(grant.contains("permission denied"))
+    }
+
+    @Test("a program that bind-mounts itself over a granted program's path in its own mount namespace is not that program")
+    func bindMountedPathIsNotTheProgram() throws {
+        // /proc/PID/exe reads as the path in the client's mount namespace, which it can populate (a user
+        // namespace suffices for an unprivileged user). Here locationctl runs as "/usr/bin/python3.N".
+        var buffer = [CChar](repeating: 0, count: 4096)
+        guard let resolved = realpath("/usr/bin/python3", &buffer) else { throw Errno.current }
+        let python = String(cString: resolved)
+        let daemon = try DaemonProcess(config: Self.config(policy: "access = ask", clients: """
+            [client python]
+            executable = \(python)
+            access = always
+            accuracy = full
+            """, rate: "max"))
+        let directory = String(daemon.socketPath[..<daemon.socketPath.lastIndex(of: "/")!])
+        // The granted program itself gets location: the rule and the check accept the real thing.
+        let real = try Self.run([python, "-c", Self.pythonClient, daemon.socketPath, "1.5", #"{"class":"WATCH"}"#], in: directory)
+        #expect(real.stdout.contains(#""class":"TPV""#), "\(real.stdout.prefix(500)) \(real.stderr)")
+        let locationctl = BuiltProducts.directory(containing: "locationctl") + "/locationctl"
+        let namespace = getuid() == 0 ? ["unshare", "--mount", "--propagation", "private"]
+                                      : ["unshare", "--mount", "--map-root-user", "--propagation", "private"]
+        let spoof = try Self.run(["timeout", "10"] + namespace + ["sh", "-c", #"mount --bind "$0" "$1" && exec "$1" watch --count 1 --json --socket "$2""#,
+                                                                  locationctl, python, daemon.socketPath], in: directory)
+        // It ran (locationctl's own error, not the shell's or unshare's), and saw no location.
+        #expect(spoof.stderr.contains("not authorized") || spoof.stderr.contains("notDetermined") || spoof.stderr.contains("no agent"),
+                "status \(spoof.status), stderr: \(spoof.stderr)")
+        #expect(spoof.status != 0)
+        #expect(!spoof.stdout.contains("TPV") && !spoof.stdout.contains("\"lat\""), "\(spoof.stdout.prefix(500))")
+    }
+
+    @Test("run as its own user with CAP_SYS_PTRACE only, as the systemd unit runs it, the daemon knows other users' programs",
+          .enabled(if: getuid() == 0, "needs root to start the daemon as another user"))
+    func identifiesOtherUsersPrograms() throws {
+        // Such a daemon may read another user's /proc/PID/exe (ptrace access) but not signal the process
+        // (no CAP_KILL): checking that a pidfd's process is alive must not need the latter.
+        var buffer = [CChar](repeating: 0, count: 4096)
+        guard let resolved = realpath("/usr/bin/python3", &buffer) else { throw Errno.current }
+        let python = String(cString: resolved)
+        let daemon = try DaemonProcess(config: Self.config(policy: "access = ask", clients: """
+            [client python]
+            executable = \(python)
+            access = always
+            accuracy = full
+            """, rate: "max"),
+            launcher: ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=+sys_ptrace", "--ambient-caps=+sys_ptrace"],
+            owner: (65534, 65534))
+        let directory = String(daemon.socketPath[..<daemon.socketPath.lastIndex(of: "/")!])
+        // Root's python client: another user's process, identified as the program the rule names.
+        let root = try Self.run([python, "-c", Self.pythonClient, daemon.socketPath, "1.5", #"{"class":"WATCH"}"#], in: directory)
+        #expect(root.stdout.contains(#""class":"TPV""#), "\(root.stdout.prefix(500))")
+        let log = FileManager.default.contents(atPath: daemon.logPath).map { String(decoding: $0, as: UTF8.self) } ?? ""
+        #expect(log.contains("client.exe=\(python)"), "\(log.suffix(2000))")
     }
 
     @Test("a one-time grant ends on disconnect; the next connection must ask again")

@@ -27,9 +27,6 @@ uint32_t locationd_speed_constant(uint32_t bits_per_second);
 /// accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC) (a GNU extension).
 int locationd_accept(int fd);
 
-/// pidfd_send_signal(pidfd, 0, NULL, 0): 0 while the process the pidfd refers to exists.
-int locationd_pidfd_alive(int pidfd);
-
 /// ioctl(fd, SIOCOUTQ): bytes written to a socket that its peer has not read yet; -1 with errno.
 int locationd_socket_unread_bytes(int fd);
 
