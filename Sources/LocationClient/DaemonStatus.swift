@@ -21,18 +21,19 @@ public struct DaemonStatus: Hashable, Sendable {
         public var connectedSince: UTCTime?
         /// NMEA sentences read since the daemon started.
         public var sentences: Int
-        /// Fixes produced since the daemon started.
-        public var fixes: Int
+        /// Fixes produced since the daemon started; nil when this client may not see fix timing (no
+        /// full-accuracy authorization).
+        public var fixes: Int?
         /// Errors (bad checksums, garbled lines, read failures) since the daemon started.
         public var errors: Int
-        /// Time of its last fix, UTC.
+        /// Time of its last fix, UTC; nil when there was none, or this client may not see fix timing.
         public var lastFixTime: UTCTime?
         /// Failover priority: higher wins while it has a fix.
         public var priority: Int
 
         /// Makes a receiver report; counts default to 0.
         public init(name: String, type: String, path: String? = nil, state: String, reason: String? = nil,
-                    speed: Int? = nil, connectedSince: UTCTime? = nil, sentences: Int = 0, fixes: Int = 0,
+                    speed: Int? = nil, connectedSince: UTCTime? = nil, sentences: Int = 0, fixes: Int? = 0,
                     errors: Int = 0, lastFixTime: UTCTime? = nil, priority: Int = 0) {
             self.name = name
             self.type = type
@@ -49,8 +50,9 @@ public struct DaemonStatus: Hashable, Sendable {
         }
     }
 
-    /// The current fix mode: no fix, 2D, 3D (`mode`).
-    public var mode: FixMode
+    /// The current fix mode: no fix, 2D, 3D (`mode`); at most 2D for a client with reduced accuracy, and
+    /// nil for a client that may not see the location at all.
+    public var mode: FixMode?
     /// Connected clients, this one included (`clients`).
     public var clients: Int
     /// The configured receivers, in the daemon's order (`receivers`).
@@ -60,7 +62,7 @@ public struct DaemonStatus: Hashable, Sendable {
     public var json: String?
 
     /// Makes a status value.
-    public init(mode: FixMode, clients: Int, receivers: [Receiver], json: String? = nil) {
+    public init(mode: FixMode?, clients: Int, receivers: [Receiver], json: String? = nil) {
         self.mode = mode
         self.clients = clients
         self.receivers = receivers

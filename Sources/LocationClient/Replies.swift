@@ -92,10 +92,10 @@ struct StatusReply: Decodable {
             DaemonStatus.Receiver(name: r.name ?? "?", type: r.type ?? "?", path: r.path, state: r.state ?? "?",
                                   reason: r.reason, speed: r.speed,
                                   connectedSince: r.connectedSince.flatMap(parseISO8601),
-                                  sentences: r.sentences ?? 0, fixes: r.fixes ?? 0, errors: r.errors ?? 0,
+                                  sentences: r.sentences ?? 0, fixes: r.fixes, errors: r.errors ?? 0,
                                   lastFixTime: r.lastFixTime.flatMap(parseISO8601), priority: r.priority ?? 0)
         }
-        return DaemonStatus(mode: FixMode(rawValue: mode ?? 1) ?? .noFix, clients: clients ?? 0,
+        return DaemonStatus(mode: mode.flatMap { FixMode(rawValue: $0) }, clients: clients ?? 0,
                             receivers: list, json: json)
     }
 }

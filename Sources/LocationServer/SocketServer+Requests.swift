@@ -27,8 +27,14 @@ extension SocketServer {
         case let .poll(timeout):
             poll(session, timeout: timeout)
         case .status:
-            send(session, ServerMessage.status(mode: latest?.mode ?? .noFix, clients: sessions.count,
-                                                receivers: receivers.receiverReports()))
+            // The fix's mode and timing are location data: a client sees them as precisely as it may see
+            // the location (reduced: a 2D position, no fix times); an admin sees them all.
+            let mode = latest?.mode ?? .noFix
+            let accuracy: AccuracyAuthorization? = policy.isAdmin(session.identity) ? .full
+                : authorizedAccuracy(of: session, now: wallClockSeconds())
+            send(session, ServerMessage.status(mode: accuracy.map { $0 == .full ? mode : min(mode, .twoDimensional) },
+                                                clients: sessions.count, receivers: receivers.receiverReports(),
+                                                fixDetails: accuracy == .full))
         case let .authorize(kind, accuracy, name):
             if let name { session.displayName = String(name.prefix(200)) }
             authorize(session, .authorize(kind == "persistent" ? .persistent : .once, accuracy == "reduced" ? .reduced : .full),

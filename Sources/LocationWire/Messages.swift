@@ -96,11 +96,16 @@ public struct ReceiverReport: Sendable, Equatable {
 
 extension ServerMessage {
     /// `STATUS` reply.
-    public static func status(mode: FixMode, clients: Int, receivers: [ReceiverReport]) -> [UInt8] {
+    /// - Parameters:
+    ///   - mode: the current fix mode as this client may know it; nil leaves `mode` out (a client that
+    ///     may not see the location learns nothing about the fix from STATUS).
+    ///   - fixDetails: whether to give each receiver's `fixes` count and `lastFixTime` (the timing of
+    ///     fixes, for clients that may see them at full accuracy).
+    public static func status(mode: FixMode?, clients: Int, receivers: [ReceiverReport], fixDetails: Bool = true) -> [UInt8] {
         var w = JSONObjectWriter(reservingCapacity: 512)
         w.begin()
         w.field("class", "STATUS")
-        w.field("mode", mode.rawValue)
+        if let mode { w.field("mode", mode.rawValue) }
         w.field("clients", clients)
         w.beginArray("receivers")
         for r in receivers {
@@ -118,9 +123,9 @@ extension ServerMessage {
                 w.rawStringField("connectedSince") { time.appendISO8601(to: &$0) }
             }
             w.field("sentences", r.sentences)
-            w.field("fixes", r.fixes)
+            if fixDetails { w.field("fixes", r.fixes) }
             w.field("errors", r.errors)
-            if let t = r.lastFixTime, t.date != nil { w.rawStringField("lastFixTime") { t.appendISO8601(to: &$0) } }
+            if fixDetails, let t = r.lastFixTime, t.date != nil { w.rawStringField("lastFixTime") { t.appendISO8601(to: &$0) } }
             w.field("priority", r.priority)
             w.endElement()
         }

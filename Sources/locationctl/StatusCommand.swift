@@ -43,9 +43,10 @@ enum StatusCommand {
     static func render(_ status: DaemonStatus, release: String?) -> String {
         let mode: String
         switch status.mode {
-        case .noFix: mode = "no fix"
-        case .twoDimensional: mode = "2D"
-        case .threeDimensional: mode = "3D"
+        case .noFix?: mode = "no fix"
+        case .twoDimensional?: mode = "2D"
+        case .threeDimensional?: mode = "3D"
+        case nil: mode = "- (not authorized)"
         }
         var text = "fix: \(mode)   clients: \(status.clients)"
         if let release { text += "   locationd \(release)" }
@@ -58,7 +59,7 @@ enum StatusCommand {
             if let speed = receiver.speed { source += " @ \(speed) bit/s" }
             if let reason = receiver.reason { reasons[rows.count] = reason }
             rows.append([receiver.name, receiver.type, receiver.state, String(receiver.priority),
-                         String(receiver.sentences), String(receiver.fixes), String(receiver.errors),
+                         String(receiver.sentences), receiver.fixes.map(String.init) ?? "-", String(receiver.errors),
                          humanTime(receiver.lastFixTime), source])
         }
         let rightAligned: Set<Int> = [3, 4, 5, 6]

@@ -159,6 +159,38 @@ struct PolicyEndToEndTests {
         #expect(log.contains("client.exe=\(python)"), "\(log.suffix(2000))")
     }
 
+    @Test("STATUS tells a client as much about the fix as it may see: nothing without a grant, 2D and no fix times when reduced")
+    func statusFollowsAuthorization() throws {
+        let daemon = try DaemonProcess(config: Self.config(policy: "access = ask", clients: """
+            [client root]
+            user = root
+            access = always
+            accuracy = full
+
+            [client reduced]
+            user = daemon
+            access = always
+            accuracy = reduced
+            """, rate: "max"))
+        let root = try RawClient(daemon.socketPath)
+        root.send(#"{"class":"WATCH"}"#)
+        #expect(root.message("TPV") != nil)  // the replay has a 3D fix by now
+        // root is an admin: everything.
+        root.send(#"{"class":"STATUS"}"#)
+        let full = try #require(root.message("STATUS"))
+        #expect(full["mode"]?.number == 3)
+        // nobody has no grant: receivers and counts of sentences, nothing about fixes.
+        let stranger = try Self.asNobody(daemon.socketPath, lines: [#"{"class":"STATUS"}"#], seconds: 0.5)
+        #expect(stranger.contains(#""class":"STATUS""#) && stranger.contains(#""sentences":"#), "\(stranger)")
+        #expect(!stranger.contains(#""mode""#) && !stranger.contains(#""fixes""#) && !stranger.contains("lastFixTime"), "\(stranger)")
+        // daemon (uid 1) has reduced accuracy: a 2D mode, no fix count or time.
+        let directory = String(daemon.socketPath[..<daemon.socketPath.lastIndex(of: "/")!])
+        let reduced = try Self.run(["setpriv", "--reuid=1", "--regid=1", "--clear-groups", "/usr/bin/python3", "-c", Self.pythonClient,
+                                    daemon.socketPath, "0.5", #"{"class":"STATUS"}"#], in: directory).stdout
+        #expect(reduced.contains(#""mode":2"#), "\(reduced)")
+        #expect(!reduced.contains(#""fixes""#) && !reduced.contains("lastFixTime"), "\(reduced)")
+    }
+
     @Test("a one-time grant ends on disconnect; the next connection must ask again")
     func oneTimeEndsOnDisconnect() throws {
         let daemon = try DaemonProcess(config: Self.config(policy: "access = once\naccuracy = full"))
