@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import LocationWire
 import Synchronization
 
 /// The daemon's log: one event per line on stderr, prefixed `<N>` with its syslog priority so that
@@ -16,6 +17,8 @@ public final class Log: Sendable {
         var line = "<\(severity.rawValue)>\(message)"
         for (k, v) in context {
             line += " \(k)="
+            // A value from a client (an executable path, a declared name) cannot start a line of its own.
+            let v = DisplayText.escaped(v)
             line += v.contains(" ") || v.contains("\"") || v.isEmpty ? "\"" + v.replacingAll("\"", "\\\"") + "\"" : v
         }
         line += "\n"

@@ -36,7 +36,7 @@ extension SocketServer {
                                                 clients: sessions.count, receivers: receivers.receiverReports(),
                                                 fixDetails: accuracy == .full))
         case let .authorize(kind, accuracy, name):
-            if let name { session.displayName = String(name.prefix(200)) }
+            if let name { session.displayName = String(DisplayText.escaped(String(name.prefix(200)))) }
             authorize(session, .authorize(kind == "persistent" ? .persistent : .once, accuracy == "reduced" ? .reduced : .full),
                       request: "AUTHORIZE")
         case .authorization:

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import LocationClient
+import LocationWire
 
 /// `locationctl agent`: answer the daemon's authorization questions, on the terminal or automatically.
 enum AgentCommand {
@@ -207,14 +208,16 @@ enum AgentCommand {
         if let timeout = question.timeout { text += " (answer within \(humanDuration(timeout)))" }
         text += "\n"
         let client = question.client
-        var program = client.executable ?? "unknown executable"
-        if let name = client.name { program += ", declared name \"\(name)\"" }
+        // Every string here but the numbers comes from the client or its file names: escaped, so that
+        // none can draw lines of its own (DisplayText).
+        var program = client.executable.map(DisplayText.escaped) ?? "unknown executable"
+        if let name = client.name { program += ", declared name \"\(DisplayText.escaped(name))\"" }
         text += "  program:  \(program)\n"
-        var user = client.user ?? "unknown user"
+        var user = client.user.map(DisplayText.escaped) ?? "unknown user"
         if let uid = client.uid { user += " (uid \(uid))" }
         if let pid = client.pid { user += ", pid \(pid)" }
         text += "  user:     \(user)\n"
-        if let unit = client.unit { text += "  unit:     \(unit)\n" }
+        if let unit = client.unit { text += "  unit:     \(DisplayText.escaped(unit))\n" }
         if question.purposeKey != nil || question.purpose != nil {
             text += "  purpose:  " + (question.purposeKey.map { "\($0): " } ?? "") + (question.purpose ?? "") + "\n"
         }

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import FoundationEssentials
 import LocationPosix
+import TestSupport
 import Testing
 
 /// The real `locationd` on a temporary config, socket and state directory (a minimal copy of
@@ -133,5 +134,21 @@ struct PolicyCommandsTests {
         #expect(rows.contains { $0.contains(" revoke ") })
         let json = await runLocationctl(["audit", "--json", "--since", "1h"] + socket)
         #expect(json.stdout.split(separator: "\n").count == rows.count - 1)
+    }
+
+    @Test("a declared name cannot draw lines or move the cursor on the agent's terminal")
+    func forgedNameIsEscaped() async throws {
+        let daemon = try Daemon(config: Self.config)
+        let agent = try ToolProcess(Tools.locationctl, ["agent", "--answer", "deny", "--count", "1", "--socket", daemon.socketPath])
+        #expect(await agent.waitForOutput("agent registered"), "agent: \(agent.stdout) \(agent.stderr)")
+        // The security review's forgery: a fake "user:" line, then cursor-up, erase-line and a retitle.
+        let client = try LineSocket(daemon.socketPath)
+        client.send(#"{"class":"AUTHORIZE","authorization":"once","name":"Maps\"\n  user:     root (uid 0), pid 1\n\u001b[1A\u001b[2K\u001b]0;pwned\u0007"}"#)
+        let answered = await agent.wait(timeout: 10)
+        #expect(answered.status == 0, "\(answered)")
+        #expect(!answered.stdout.contains("\u{1B}") && !answered.stdout.contains("\u{07}"), "\(answered.stdout)")
+        #expect(!answered.stdout.contains("\n  user:     root (uid 0), pid 1"), "\(answered.stdout)")
+        #expect(answered.stdout.contains(#"declared name "Maps"\u{A}  user:     root (uid 0), pid 1\u{A}\u{1B}[1A\u{1B}[2K\u{1B}]0;pwned\u{7}""#),
+                "\(answered.stdout)")
     }
 }
