@@ -25,8 +25,6 @@ final class ClientSession {
     var minInterval = 0.0
     var distanceFilter = 0.0
     var lastDeliveredAt = -Double.infinity
-    /// When the last reduced-accuracy report went out (reduced-interval pacing).
-    var lastReducedAt = -Double.infinity
     /// Where the last delivered location report was (degrees), for the distance filter.
     var lastDeliveredPosition: (latitude: Double, longitude: Double)?
     /// Pending POLLs: their timeout timers.
@@ -38,6 +36,9 @@ final class ClientSession {
 
     let id: Int
     let identity: ClientIdentity
+    /// Whom reduced-accuracy pacing counts for: the user and the program (executable, else unit), so
+    /// that more connections of the same client get no more reports (`SocketServer.reducedPacing`).
+    let pacingKey: String
     var readSource: DispatchSourceRead?
     var writeSource: DispatchSourceWrite?
 
@@ -90,6 +91,7 @@ final class ClientSession {
         self.id = id
         self.fd = fd
         self.identity = identity
+        self.pacingKey = "\(identity.uid) \(identity.executable ?? "-") \(identity.unit ?? "-")"
         self.connectedAt = now
         self.lastReadProgress = now
     }

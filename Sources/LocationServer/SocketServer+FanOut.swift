@@ -18,6 +18,7 @@ extension SocketServer {
             for session in sessions.values where session.subscribed { tellState(session, fix: false) }
             return
         }
+        reportSerial &+= 1
         let position = Self.position(of: fix)
         var full: [UInt8] = []
         var reduced: [UInt8] = []
@@ -39,7 +40,7 @@ extension SocketServer {
                         reducedPosition = Self.position(of: r)
                     }
                 }
-                guard !reduced.isEmpty, now - session.lastReducedAt >= policy.rules.defaults.reducedInterval else { continue }
+                guard !reduced.isEmpty, reducedReportAllowed(to: session, now: now) else { continue }
                 deliver(reduced, at: reducedPosition, to: session, accuracy: .reduced, now: now)
             }
         }
@@ -89,7 +90,7 @@ extension SocketServer {
     /// Paces reduced accuracy, and audits the first delivery under each authorization (looked at only
     /// after the client's cached authorization was computed anew).
     func noteDelivery(_ session: ClientSession, _ accuracy: AccuracyAuthorization, now: Double) {
-        if accuracy == .reduced { session.lastReducedAt = now }
+        if accuracy == .reduced { noteReducedReport(to: session, now: now) }
         guard session.deliveryAuditPending else { return }
         session.deliveryAuditPending = false
         let state = authorization(of: session, now: wallClockSeconds())
@@ -127,6 +128,23 @@ extension SocketServer {
     /// Whether the client's cached authorization still holds at `now` (wall clock).
     private func cacheHolds(for session: ClientSession, now: Double) -> Bool {
         session.cacheValid && session.cachedGeneration == policy.generation && now < session.cachedUntil
+    }
+
+    /// Whether the latest fix's reduced report may go to `session` now: one report per reduced-interval
+    /// per client — the user and program, not the connection, so that reconnecting or connecting several
+    /// times gets no more (a report a second would show when the client crosses a grid line) — and the
+    /// same report to each of its connections.
+    func reducedReportAllowed(to session: ClientSession, now: Double) -> Bool {
+        guard let last = reducedPacing[session.pacingKey] else { return true }
+        return last.report == reportSerial || now - last.at >= policy.rules.defaults.reducedInterval
+    }
+
+    /// Records that the latest fix's reduced report went to `session`.
+    func noteReducedReport(to session: ClientSession, now: Double) {
+        if reducedPacing[session.pacingKey]?.report == reportSerial { return }
+        let interval = policy.rules.defaults.reducedInterval
+        if reducedPacing.count >= 4096 { reducedPacing = reducedPacing.filter { now - $0.value.at < interval } }
+        reducedPacing[session.pacingKey] = (now, reportSerial)
     }
 
     static func position(of fix: Fix) -> (latitude: Double, longitude: Double)? {

@@ -80,7 +80,7 @@ extension SocketServer {
                 var bytes: [UInt8] = []
                 encoder.appendTPV(latest, accuracy: "full", to: &bytes)
                 stream(bytes, at: Self.position(of: latest), to: session, accuracy: .full, now: now)
-            } else if let reduced = policy.fudger.reduce(latest, at: wallClockSeconds()), now - session.lastReducedAt >= policy.rules.defaults.reducedInterval {
+            } else if let reduced = policy.fudger.reduce(latest, at: wallClockSeconds()), reducedReportAllowed(to: session, now: now) {
                 var bytes: [UInt8] = []
                 encoder.appendTPV(reduced, accuracy: "reduced", to: &bytes)
                 stream(bytes, at: Self.position(of: reduced), to: session, accuracy: .reduced, now: now)

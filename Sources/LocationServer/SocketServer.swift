@@ -53,6 +53,11 @@ public final class SocketServer: @unchecked Sendable {
     var sessions: [Int: ClientSession] = [:]
     private var nextID = 1
     var latest: Fix?
+    /// Counts the fixes with a position the fan-out has handled; `latest`'s is the current value.
+    var reportSerial: UInt64 = 0
+    /// Reduced-accuracy pacing per client (`ClientSession.pacingKey`): when it was last sent a report,
+    /// and which one (`reportSerial`), so that its other connections may get that same report.
+    var reducedPacing: [String: (at: Double, report: UInt64)] = [:]
     var encoder = GPSDEncoder()
     var stopped = false
     private var readBuffer = [UInt8](repeating: 0, count: 65536)

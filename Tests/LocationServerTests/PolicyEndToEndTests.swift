@@ -191,6 +191,27 @@ struct PolicyEndToEndTests {
         #expect(!reduced.contains(#""fixes""#) && !reduced.contains("lastFixTime"), "\(reduced)")
     }
 
+    @Test("reduced accuracy: one report per reduced-interval per client, however many times it connects")
+    func reducedPacingIsPerClient() throws {
+        let daemon = try DaemonProcess(config: Self.config(policy: "access = ask\nreduced-interval = 60s", clients: """
+            [client reduced]
+            user = daemon
+            access = always
+            accuracy = reduced
+            """, rate: "max"))
+        let directory = String(daemon.socketPath[..<daemon.socketPath.lastIndex(of: "/")!])
+        chmod(directory, 0o755)
+        func watchAsDaemonUser() throws -> Int {
+            let out = try Self.run(["setpriv", "--reuid=1", "--regid=1", "--clear-groups", "/usr/bin/python3", "-c", Self.pythonClient,
+                                    daemon.socketPath, "0.6", #"{"class":"WATCH"}"#], in: directory).stdout
+            return out.components(separatedBy: #""class":"TPV""#).count - 1
+        }
+        // The security review reconnected once a second and got a reduced report each time.
+        #expect(try watchAsDaemonUser() == 1)
+        #expect(try watchAsDaemonUser() == 0)
+        #expect(try watchAsDaemonUser() == 0)
+    }
+
     @Test("a one-time grant ends on disconnect; the next connection must ask again")
     func oneTimeEndsOnDisconnect() throws {
         let daemon = try DaemonProcess(config: Self.config(policy: "access = once\naccuracy = full"))
