@@ -48,12 +48,41 @@ extension SocketServer {
         }
     }
 
+    /// Refusals the audit log records per user and minute; the rest are counted, and the next recorded
+    /// refusal says how many were left out. The log is bounded (`GrantStore`), and a user repeating a
+    /// refused WATCH could otherwise push every earlier record — who saw the location — out of it.
+    static let auditedRefusalsPerMinute = 20
+
+    /// The reason to record for this refusal, or nil when the user's budget for the minute is spent.
+    private func refusalToAudit(_ session: ClientSession, reason: String) -> String? {
+        let now = monotonicNow()
+        let uid = session.identity.uid
+        var entry = refusalAudit[uid] ?? (windowStart: now, recorded: 0, omitted: 0)
+        var reason = reason
+        if now - entry.windowStart >= 60 {
+            if entry.omitted > 0 { reason += " (and \(entry.omitted) more refusals of uid \(uid) in the minute before, not recorded)" }
+            entry = (windowStart: now, recorded: 0, omitted: 0)
+        }
+        defer {
+            if refusalAudit.count >= 4096 { refusalAudit = refusalAudit.filter { now - $0.value.windowStart < 60 } }
+            refusalAudit[uid] = entry
+        }
+        guard entry.recorded < Self.auditedRefusalsPerMinute else {
+            entry.omitted += 1
+            return nil
+        }
+        entry.recorded += 1
+        return reason
+    }
+
     /// Refuses location to an unauthorized client: its status, then an ERROR; never a location.
     private func requireAuthorization(_ session: ClientSession, request: String) -> AuthorizationState? {
         let state = authorization(of: session, now: wallClockSeconds())
         guard state.status.isAuthorized else {
-            policy.record("decision", identity: session.identity, name: session.displayName, request: request,
-                          status: state.status.rawValue, accuracy: nil, reason: state.reason)
+            if let reason = refusalToAudit(session, reason: state.reason) {
+                policy.record("decision", identity: session.identity, name: session.displayName, request: request,
+                              status: state.status.rawValue, accuracy: nil, reason: reason)
+            }
             announce(session, state, force: true)
             send(session, ServerMessage.error(request: request, message: "not authorized (\(state.status.rawValue)): \(state.reason)"))
             return nil

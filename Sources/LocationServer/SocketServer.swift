@@ -58,6 +58,8 @@ public final class SocketServer: @unchecked Sendable {
     /// Reduced-accuracy pacing per client (`ClientSession.pacingKey`): when it was last sent a report,
     /// and which one (`reportSerial`), so that its other connections may get that same report.
     var reducedPacing: [String: (at: Double, report: UInt64)] = [:]
+    /// Refusals recorded in the audit log per uid in the current minute, and those left out.
+    var refusalAudit: [UInt32: (windowStart: Double, recorded: Int, omitted: Int)] = [:]
     var encoder = GPSDEncoder()
     var stopped = false
     private var readBuffer = [UInt8](repeating: 0, count: 65536)

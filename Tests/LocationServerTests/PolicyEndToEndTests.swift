@@ -212,6 +212,21 @@ struct PolicyEndToEndTests {
         #expect(try watchAsDaemonUser() == 0)
     }
 
+    @Test("a user repeating refused requests fills at most its share of the audit log")
+    func refusalsAreBudgeted() throws {
+        let daemon = try DaemonProcess(config: Self.config(policy: "access = ask"))
+        // The security review's flood: many refused WATCHes (under the per-connection request limit)
+        // pushed every earlier record out of the bounded log.
+        for _ in 0..<3 {
+            let out = try Self.asNobody(daemon.socketPath, lines: Array(repeating: #"{"class":"WATCH"}"#, count: 50), seconds: 0.3)
+            #expect(out.components(separatedBy: #""class":"ERROR""#).count - 1 == 50)  // each is still refused, and told so
+        }
+        usleep(300_000)
+        let audit = FileManager.default.contents(atPath: daemon.directory + "/state/audit.jsonl").map { String(decoding: $0, as: UTF8.self) } ?? ""
+        let refusals = audit.split(separator: "\n").filter { $0.contains(#""event":"decision""#) && $0.contains(#""uid":65534"#) }
+        #expect(refusals.count == 20, "\(audit.suffix(1000))")
+    }
+
     @Test("a one-time grant ends on disconnect; the next connection must ask again")
     func oneTimeEndsOnDisconnect() throws {
         let daemon = try DaemonProcess(config: Self.config(policy: "access = once\naccuracy = full"))
