@@ -30,43 +30,64 @@ struct PolicyEndToEndTests {
         """
     }
 
-    /// Runs a Python client as `nobody` (setpriv), sending `lines`, recording every byte received for
-    /// `seconds`; returns the bytes.
-    static func asNobody(_ socket: String, lines: [String], seconds: Double) throws -> String {
+    /// A Python client started by `startPython`: its process and the file its output goes to.
+    struct PythonClient {
+        var pid: pid_t
+        var output: String
+    }
+
+    /// Starts a Python client as `uid` (setpriv), sending `lines` and recording every byte received for
+    /// `seconds`; a line `wait:TEXT` is not sent but waits (up to `seconds`) until TEXT was received.
+    static func startPython(_ socket: String, uid: Int, lines: [String], seconds: Double) throws -> PythonClient {
         let script = """
             import socket, sys, time
             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             s.connect(sys.argv[1])
-            for line in sys.argv[3:]:
-                s.sendall(line.encode() + b"\\n")
             s.settimeout(0.2)
-            end = time.time() + float(sys.argv[2])
             out = b""
-            while time.time() < end:
-                try:
-                    d = s.recv(65536)
-                    if not d: break
-                    out += d
-                except socket.timeout:
-                    pass
+            def receive(end, until=None):
+                global out
+                while time.time() < end and (until is None or until not in out):
+                    try:
+                        d = s.recv(65536)
+                        if not d: return
+                        out += d
+                    except socket.timeout:
+                        pass
+            for line in sys.argv[3:]:
+                if line.startswith("wait:"):
+                    receive(time.time() + float(sys.argv[2]), line[5:].encode())
+                else:
+                    s.sendall(line.encode() + b"\\n")
+            receive(time.time() + float(sys.argv[2]))
             sys.stdout.buffer.write(out)
             """
         let directory = String(socket[..<socket.lastIndex(of: "/")!])
         chmod(directory, 0o755)
-        let output = directory + "/nobody-\(Int(monotonic() * 1000)).out"
+        let output = directory + "/python-\(uid)-\(Int(monotonic() * 1000)).out"
         var pid: pid_t = 0
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        let args = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script, socket,
+        let args = ["setpriv", "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "/usr/bin/python3", "-c", script, socket,
                     String(seconds)] + lines
         let argv: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         guard posix_spawnp(&pid, "setpriv", &actions, nil, argv, environ) == 0 else { throw Errno.current }
         posix_spawn_file_actions_destroy(&actions)
+        return PythonClient(pid: pid, output: output)
+    }
+
+    /// Waits for a client from `startPython` to end; returns the bytes it received.
+    static func finish(_ client: PythonClient) -> String {
         var status: Int32 = 0
-        waitpid(pid, &status, 0)
-        return FileManager.default.contents(atPath: output).map { String(decoding: $0, as: UTF8.self) } ?? ""
+        waitpid(client.pid, &status, 0)
+        return FileManager.default.contents(atPath: client.output).map { String(decoding: $0, as: UTF8.self) } ?? ""
+    }
+
+    /// Runs a Python client as `nobody` (see `startPython`); returns the bytes it received.
+    static func asNobody(_ socket: String, lines: [String], seconds: Double) throws -> String {
+        finish(try startPython(socket, uid: 65534, lines: lines, seconds: seconds))
     }
 
     @Test("as another user, a client without a grant receives not one byte of location over whole replays")
@@ -152,6 +173,56 @@ struct PolicyEndToEndTests {
         admin.send(#"{"class":"AUDIT"}"#)
         let audit = try #require(admin.line(timeout: 5))
         #expect(audit.contains("allowAlways") && audit.contains("\"event\":\"revoke\"") && audit.contains("\"event\":\"delivery\""))
+    }
+
+    @Test("an agent's answer is for one user's program: root's python allowed always, nobody's python still asked; nobody's deny leaves root's grant")
+    func decisionsArePerUser() throws {
+        let daemon = try DaemonProcess(config: Self.config(policy: "access = ask\naccuracy = full\nask-timeout = 10s"))
+        let agent = try RawClient(daemon.socketPath)
+        agent.send(#"{"class":"AGENT"}"#)
+        #expect(agent.message("AGENT") != nil)
+        let authorize = #"{"class":"AUTHORIZE","authorization":"persistent"}"#
+
+        // Root's python asks; the agent allows always.
+        let first = try Self.startPython(daemon.socketPath, uid: 0, lines: [authorize, "wait:authorizedPersistent", #"{"class":"WATCH"}"#],
+                                         seconds: 2)
+        let rootAsk = try #require(agent.message("ASK"))
+        guard case .object(let rootClient)? = rootAsk["client"] else { Issue.record("ASK without client"); return }
+        #expect(rootClient["uid"]?.number == 0)
+        let python = try #require(rootClient["exe"]?.string)
+        agent.send(#"{"class":"ANSWER","id":\#(Int(try #require(rootAsk["id"]?.number))),"answer":"allowAlways"}"#)
+        let rootReceived = Self.finish(first)
+        #expect(rootReceived.contains(#""status":"authorizedPersistent""#) && rootReceived.contains(#""class":"TPV""#))
+
+        // Nobody's python, the same executable: not authorized, so it is asked about; the agent denies.
+        let second = try Self.startPython(daemon.socketPath, uid: 65534,
+                                          lines: [#"{"class":"AUTHORIZATION"}"#, #"{"class":"WATCH"}"#, authorize, "wait:denied"],
+                                          seconds: 2)
+        let nobodyAsk = try #require(agent.message("ASK"))
+        guard case .object(let nobodyClient)? = nobodyAsk["client"] else { Issue.record("ASK without client"); return }
+        #expect(nobodyClient["uid"]?.number == 65534)
+        #expect(nobodyClient["exe"]?.string == python)
+        agent.send(#"{"class":"ANSWER","id":\#(Int(try #require(nobodyAsk["id"]?.number))),"answer":"deny"}"#)
+        let nobodyReceived = Self.finish(second)
+        #expect(nobodyReceived.contains(#""status":"notDetermined""#) && nobodyReceived.contains(#""status":"denied""#))
+        #expect(!nobodyReceived.contains(#""class":"TPV""#) && !nobodyReceived.contains("authorizedPersistent"), "\(nobodyReceived.prefix(2000))")
+
+        // Root's python again: nobody's newer denial does not touch root's grant.
+        let again = Self.finish(try Self.startPython(daemon.socketPath, uid: 0, lines: [#"{"class":"AUTHORIZATION"}"#, #"{"class":"WATCH"}"#],
+                                                     seconds: 1.5))
+        #expect(again.contains(#""status":"authorizedPersistent""#) && again.contains(#""class":"TPV""#), "\(again.prefix(2000))")
+        #expect(agent.message("ASK", timeout: 0.5) == nil)
+
+        // Both decisions are listed with their uid, and stored so.
+        let admin = try RawClient(daemon.socketPath)
+        admin.send(#"{"class":"GRANTS"}"#)
+        let grants = try #require(admin.message("GRANTS"))
+        guard case .array(let persistent)? = grants["persistent"] else { Issue.record("GRANTS without persistent"); return }
+        let listed = persistent.compactMap { item -> String? in
+            guard case .object(let m) = item else { return nil }
+            return "\(m["executable"]?.string ?? "-") \(m["user"]?.string ?? "-") \(m["allowed"] == .bool(true) ? "allowed" : "denied")"
+        }
+        #expect(listed.sorted() == ["\(python) 0 allowed", "\(python) 65534 denied"])
     }
 
     @Test("a grant that expires ends a live stream when it expires, though the fan-out caches authorization")
