@@ -1,7 +1,8 @@
 /// Protocol version spoken by this build (docs/PROTOCOL.md).
 public enum ProtocolVersion {
     public static let major = 1
-    public static let minor = 0
+    /// 1: GRANT and REVOKE take `user` together with `executable` or `unit`.
+    public static let minor = 1
     /// The largest request line accepted, bytes (newline excluded).
     public static let maximumRequestLength = 16 * 1024
 }
