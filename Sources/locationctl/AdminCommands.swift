@@ -138,8 +138,8 @@ enum GrantCommand {
                               resolved), of every user unless --user is given too
           --unit NAME         processes of the systemd unit NAME, e.g. navit.service, of every
                               user unless --user is given too
-          --user NAME         with --executable or --unit: that program of the user NAME (or uid)
-                              only; alone: every program of the user
+          --user NAME         with --executable or --unit, that program of the user NAME (or uid)
+                              only; alone, every program of the user
           --once              pre-approve one use
           --persistent        grant until revoked (or until --expires)
           --accuracy A        'full' (the default) or 'reduced'
@@ -211,8 +211,8 @@ enum RevokeCommand {
         options:
           --executable PATH   programs run from PATH
           --unit NAME         processes of the systemd unit NAME
-          --user NAME         with --executable or --unit: that program of the user NAME (or uid)
-                              only; alone: every program of the user
+          --user NAME         with --executable or --unit, that program of the user NAME (or uid)
+                              only; alone, every program of the user
           --socket PATH       the daemon's socket (default: $LOCATIOND_SOCKET, else
                               /run/locationd/locationd.sock)
           -h, --help          show this help
