@@ -102,21 +102,23 @@ public enum AgentEvent: Hashable, Sendable {
     case answered(AnsweredNotice)
 }
 
-/// Whom a grant is about (`GRANT`/`REVOKE` and the stored grants): exactly one of an executable path,
-/// a systemd unit or a user.
+/// Whom a grant is about (`GRANT`/`REVOKE` and the stored grants): a program — an executable path or a
+/// systemd unit — of one user or of every user, or every program of a user.
 public enum GrantSubject: Hashable, Sendable, CustomStringConvertible {
-    /// Programs run from this path (as the kernel reports it: symbolic links resolved).
-    case executable(String)
-    /// Processes in this systemd unit, e.g. `navit.service`.
-    case unit(String)
+    /// Programs run from this path (as the kernel reports it: symbolic links resolved); of `user` only
+    /// when given (a name, or a uid as digits). An agent's answers are stored this way, with the uid.
+    case executable(String, user: String? = nil)
+    /// Processes in this systemd unit, e.g. `navit.service`; of `user` only when given.
+    case unit(String, user: String? = nil)
     /// Every program of this user (a name, or a uid as digits).
     case user(String)
 
-    /// `executable /usr/bin/navit`, `unit navit.service`, `user alice`.
+    /// `executable /usr/bin/navit`, `executable /usr/bin/python3 of user 1000`, `unit navit.service`,
+    /// `user alice`.
     public var description: String {
         switch self {
-        case .executable(let path): return "executable \(path)"
-        case .unit(let unit): return "unit \(unit)"
+        case let .executable(path, user): return "executable \(path)" + (user.map { " of user \($0)" } ?? "")
+        case let .unit(unit, user): return "unit \(unit)" + (user.map { " of user \($0)" } ?? "")
         case .user(let user): return "user \(user)"
         }
     }

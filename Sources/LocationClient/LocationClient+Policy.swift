@@ -157,7 +157,7 @@ extension LocationClient {
     /// (replacing the subject's stored decision, a refusal included); `.once` pre-approves the
     /// subject's next connection that asks for one-time access ("Allow Once" pressed ahead).
     /// - Parameters:
-    ///   - subject: the executable, unit or user.
+    ///   - subject: the executable or unit (of one user, or of every user when none is given), or the user.
     ///   - kind: `.persistent` or `.once`.
     ///   - accuracy: the accuracy granted.
     ///   - expires: seconds from now until the grant lapses; nil: never.
@@ -236,8 +236,12 @@ extension LocationClient {
 
     private static func writeSubject(_ subject: GrantSubject, to writer: inout JSONObjectWriter) {
         switch subject {
-        case .executable(let path): writer.field("executable", path)
-        case .unit(let unit): writer.field("unit", unit)
+        case let .executable(path, user):
+            writer.field("executable", path)
+            writer.field("user", user)
+        case let .unit(unit, user):
+            writer.field("unit", unit)
+            writer.field("user", user)
         case .user(let user): writer.field("user", user)
         }
     }

@@ -277,8 +277,8 @@ struct GrantsReply: Decodable {
         var granted: String?
 
         var subject: GrantSubject? {
-            if let executable { return .executable(executable) }
-            if let unit { return .unit(unit) }
+            if let executable { return .executable(executable, user: user) }
+            if let unit { return .unit(unit, user: user) }
             if let user { return .user(user) }
             return nil
         }

@@ -1,29 +1,63 @@
-/// Whom a stored grant is for: the most specific identity the kernel gives (executable, else unit,
-/// else user).
+/// Whom a stored grant is for: a program (an executable, or a systemd unit), optionally of one user
+/// only, or every program of a user.
+///
+/// An agent's answer is about one client, so it is stored for that client's user and program together
+/// (`decision(for:)`): "allow always" for bob's `/usr/bin/python3` says nothing about mallory's. An
+/// administrator may name a program without a user (`GRANT` with only `executable` or `unit`): that is
+/// a choice for every user, and so are executable- and unit-only subjects in stores written before
+/// decisions carried the user (see docs/PROTOCOL.md, "Grant store").
 public enum GrantSubject: Hashable, Sendable, Codable, CustomStringConvertible {
-    case executable(String)
-    case unit(String)
+    /// Programs run from this path (as the kernel reports it: `/proc/PID/exe`); of `user` only when
+    /// given: a user name or a uid as digits, matched as a rule's `user =` is.
+    case executable(String, user: String? = nil)
+    /// Processes of this systemd unit; of `user` only when given.
+    case unit(String, user: String? = nil)
+    /// Every program of this user (a name, or a uid as digits).
     case user(String)
 
-    /// The subject for a client: its executable when known, else its unit, else its user (or uid).
-    public static func of(_ identity: ClientIdentity) -> GrantSubject {
-        if let e = identity.executable { return .executable(e) }
-        if let u = identity.unit { return .unit(u) }
-        return .user(identity.user ?? String(identity.uid))
+    /// The subject an agent's decision about a client is stored under: the client's uid (from
+    /// SO_PEERCRED, as digits — a uid is what the kernel vouches for; a name is only looked up from it)
+    /// together with its executable when known, else its systemd unit, else the uid alone.
+    public static func decision(for identity: ClientIdentity) -> GrantSubject {
+        let uid = String(identity.uid)
+        if let e = identity.executable { return .executable(e, user: uid) }
+        if let u = identity.unit { return .unit(u, user: uid) }
+        return .user(uid)
     }
 
+    /// Whether the grant applies to a client: its program matches, and its user when the subject names one.
     public func matches(_ identity: ClientIdentity) -> Bool {
         switch self {
-        case .executable(let e): return identity.executable == e
-        case .unit(let u): return identity.unit == u
-        case .user(let u): return identity.user == u || String(identity.uid) == u
+        case let .executable(e, user): return identity.executable == e && user.map { Self.isUser($0, identity) } ?? true
+        case let .unit(u, user): return identity.unit == u && user.map { Self.isUser($0, identity) } ?? true
+        case .user(let u): return Self.isUser(u, identity)
         }
     }
 
+    /// Whether revoking `self` removes a grant stored for `stored`: the same subject; a program named
+    /// without a user covers that program's grants for every user; a user alone covers that user's
+    /// grants for every program. User names and uids are compared as given (the daemon writes both
+    /// sides as uids when it can resolve them).
+    public func covers(_ stored: GrantSubject) -> Bool {
+        if self == stored { return true }
+        switch (self, stored) {
+        case let (.executable(a, nil), .executable(b, _)): return a == b
+        case let (.unit(a, nil), .unit(b, _)): return a == b
+        case let (.user(a), .executable(_, b?)), let (.user(a), .unit(_, b?)): return a == b
+        default: return false
+        }
+    }
+
+    /// A user name or a uid as digits against a client: as `ClientRule` matches `user =`.
+    static func isUser(_ user: String, _ identity: ClientIdentity) -> Bool {
+        identity.user == user || String(identity.uid) == user
+    }
+
+    /// `executable /usr/bin/navit`, `executable /usr/bin/python3 of user 1000`, `unit navit.service`, `user alice`.
     public var description: String {
         switch self {
-        case .executable(let e): return "executable \(e)"
-        case .unit(let u): return "unit \(u)"
+        case let .executable(e, user): return "executable \(e)" + (user.map { " of user \($0)" } ?? "")
+        case let .unit(u, user): return "unit \(u)" + (user.map { " of user \($0)" } ?? "")
         case .user(let u): return "user \(u)"
         }
     }

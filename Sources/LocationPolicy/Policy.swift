@@ -150,7 +150,9 @@ public enum Policy {
         }
     }
 
-    /// Applies an agent's answer to a question about `identity`.
+    /// Applies an agent's answer to a question about `identity`. A decision to remember ("allow
+    /// always", "deny") is stored for the client's user and program together
+    /// (`GrantSubject.decision(for:)`), so it never decides for another user's clients.
     /// - Parameters:
     ///   - onceLifetime: seconds a one-time grant lasts at most.
     ///   - decidedBy: who answered, stored with a persistent decision.
@@ -170,11 +172,11 @@ public enum Policy {
                 return AnswerOutcome(session: session, store: nil)
             case .allowAlways(let lowered):
                 let accuracy = min(question.accuracy, lowered ?? question.accuracy)
-                return AnswerOutcome(session: session, store: PersistentGrant(subject: .of(identity), allowed: true, accuracy: accuracy,
+                return AnswerOutcome(session: session, store: PersistentGrant(subject: .decision(for: identity), allowed: true, accuracy: accuracy,
                                                                               created: now, decidedBy: decidedBy))
             case .deny:
                 // Remembered, as iOS does not ask again after "Don't Allow".
-                return AnswerOutcome(session: session, store: PersistentGrant(subject: .of(identity), allowed: false, accuracy: .reduced,
+                return AnswerOutcome(session: session, store: PersistentGrant(subject: .decision(for: identity), allowed: false, accuracy: .reduced,
                                                                               created: now, decidedBy: decidedBy))
             }
         }

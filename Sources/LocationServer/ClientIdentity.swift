@@ -101,6 +101,15 @@ extension ClientIdentity {
         return String(cString: name)
     }
 
+    /// The uid of the user `name` (getpwnam_r(3)); nil when there is no such user.
+    static func userID(_ name: String) -> UInt32? {
+        var pwd = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 4096)
+        guard getpwnam_r(name, &pwd, &buffer, buffer.count, &result) == 0, result != nil else { return nil }
+        return pwd.pw_uid
+    }
+
     static func groupNames(user: String?, gid: UInt32) -> [String] {
         var names: [String] = []
         var ids = [gid_t](repeating: 0, count: 256)

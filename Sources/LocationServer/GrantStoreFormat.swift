@@ -10,7 +10,16 @@ import LocationWire
 ///  "preapprovals": [{"accuracy": "reduced", "created": 1700000000, "subject": {"user": {"_0": "1000"}}}]}
 /// ```
 ///
-/// Enums with a payload are an object with one member named after the case holding `{"_0": payload}`;
+/// A decision an agent made is about one user's program: its subject carries the uid next to the path,
+/// as the synthesized `Codable` of `GrantSubject.executable(_:user:)` writes it (a nil `user` is left
+/// out, so subjects without one read and write exactly as before):
+///
+/// ```json
+/// "subject": {"executable": {"_0": "/usr/bin/python3.11", "user": "1000"}}
+/// ```
+///
+/// Enums with a payload are an object with one member named after the case holding `{"_0": payload}`
+/// (and `"user"` for an executable or unit limited to one user);
 /// `accuracy` is `AccuracyAuthorization`'s raw value; times are Unix seconds; `expires` is left out when
 /// nil (a `null` reads as nil). Unknown members are ignored, as `JSONDecoder` ignores them.
 enum GrantStoreFormat {
@@ -49,18 +58,20 @@ enum GrantStoreFormat {
     }
 
     private static func subject(_ subject: GrantSubject) -> JSONValue {
-        let (name, payload): (String, String)
+        let (name, payload, user): (String, String, String?)
         switch subject {
-        case .executable(let path): (name, payload) = ("executable", path)
-        case .unit(let unit): (name, payload) = ("unit", unit)
-        case .user(let user): (name, payload) = ("user", user)
+        case let .executable(path, owner): (name, payload, user) = ("executable", path, owner)
+        case let .unit(unit, owner): (name, payload, user) = ("unit", unit, owner)
+        case .user(let id): (name, payload, user) = ("user", id, nil)
         }
-        return .object([name: .object(["_0": .string(payload)])])
+        var members: [String: JSONValue] = ["_0": .string(payload)]
+        members["user"] = user.map(JSONValue.string)
+        return .object([name: .object(members)])
     }
 
     /// The `GrantSet` in a store's JSON.
-    /// - Throws: `FormatError` for a missing member, a member of the wrong type, an unknown accuracy,
-    ///   or a subject without exactly one of `executable`, `unit`, `user`.
+    /// - Throws: `FormatError` for a missing member, a member of the wrong type (a subject's `user` too),
+    ///   an unknown accuracy, or a subject without exactly one of `executable`, `unit`, `user`.
     static func decode(_ json: JSONValue) throws(FormatError) -> GrantSet {
         let top = try Members(json, path: "")
         var grants = GrantSet()
@@ -86,10 +97,11 @@ enum GrantStoreFormat {
         guard cases.count == 1, let name = cases.first else {
             throw FormatError(path: path, message: "expected exactly one of executable, unit, user")
         }
-        let payload = try Members(m.required(name), path: path + "." + name).string("_0")
+        let members = try Members(m.required(name), path: path + "." + name)
+        let payload = try members.string("_0")
         switch name {
-        case "executable": return .executable(payload)
-        case "unit": return .unit(payload)
+        case "executable": return .executable(payload, user: try members.optionalString("user"))
+        case "unit": return .unit(payload, user: try members.optionalString("user"))
         default: return .user(payload)
         }
     }
@@ -122,6 +134,11 @@ enum GrantStoreFormat {
         func string(_ key: String) throws(FormatError) -> String {
             guard case .string(let s) = try required(key) else { throw fail(key, "expected a string") }
             return s
+        }
+
+        func optionalString(_ key: String) throws(FormatError) -> String? {
+            guard let value = object[key], value != .null else { return nil }
+            return try string(key)
         }
 
         func bool(_ key: String) throws(FormatError) -> Bool {

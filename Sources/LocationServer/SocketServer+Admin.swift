@@ -42,9 +42,14 @@ extension SocketServer {
             send(session, ServerMessage.object("GRANTS", members: grantsMembers()))
         case let .revoke(target):
             let subject = Self.subject(target)
+            // A program without a user takes that program's decisions for every user with it, a user
+            // alone every decision about that user's programs (agents store those under the uid).
+            var alias: GrantSubject? = nil
+            if case .user(let name) = subject, let uid = Self.uidDigits(name), uid != name { alias = .user(uid) }
+            let revoked = { (stored: GrantSubject) in subject.covers(stored) || alias?.covers(stored) == true }
             persist {
-                $0.persistent.removeAll { $0.subject == subject }
-                $0.preapprovals.removeAll { $0.subject == subject }
+                $0.persistent.removeAll { revoked($0.subject) }
+                $0.preapprovals.removeAll { revoked($0.subject) }
             }
             for other in sessions.values where subject.matches(other.identity) {
                 other.policy = SessionAuthorization()
@@ -104,19 +109,29 @@ extension SocketServer {
         if outcome.store != nil { reevaluateAll() }
     }
 
+    /// The stored subject for an administrator's target. A user given with a program is stored as its
+    /// uid when the name resolves, as an agent's decisions are, so that GRANT and REVOKE by name meet
+    /// the agent's entries; a user alone is kept as given, as it always was.
     static func subject(_ target: GrantTarget) -> GrantSubject {
         switch target {
-        case .executable(let e): return .executable(e)
-        case .unit(let u): return .unit(u)
+        case let .executable(e, user): return .executable(e, user: user.map { uidDigits($0) ?? $0 })
+        case let .unit(u, user): return .unit(u, user: user.map { uidDigits($0) ?? $0 })
         case .user(let u): return .user(u)
         }
+    }
+
+    /// `user` as a uid in digits: itself when it is digits, else the uid of the user of that name; nil
+    /// when there is no such user.
+    static func uidDigits(_ user: String) -> String? {
+        if !user.isEmpty, user.allSatisfy(\.isASCII), UInt32(user) != nil { return user }
+        return ClientIdentity.userID(user).map { String($0) }
     }
 
     private func grantsMembers() -> [UInt8] {
         func subjectMembers(_ s: GrantSubject, into m: inout JSONMembers) {
             switch s {
-            case .executable(let e): m.string("executable", e)
-            case .unit(let u): m.string("unit", u)
+            case let .executable(e, user): m.string("executable", e); m.string("user", user)
+            case let .unit(u, user): m.string("unit", u); m.string("user", user)
             case .user(let u): m.string("user", u)
             }
         }

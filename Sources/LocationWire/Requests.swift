@@ -1,7 +1,8 @@
 /// Protocol version spoken by this build (docs/PROTOCOL.md).
 public enum ProtocolVersion {
     public static let major = 1
-    public static let minor = 0
+    /// 1: GRANT and REVOKE take `user` together with `executable` or `unit`.
+    public static let minor = 1
     /// The largest request line accepted, bytes (newline excluded).
     public static let maximumRequestLength = 16 * 1024
 }
@@ -53,10 +54,14 @@ public enum Request: Equatable, Sendable {
     }
 }
 
-/// Whom an administrator's GRANT or REVOKE is about.
+/// Whom an administrator's GRANT or REVOKE is about: a program (of one user when `user` is given,
+/// else of every user), or every program of a user.
 public enum GrantTarget: Equatable, Sendable {
-    case executable(String)
-    case unit(String)
+    /// `executable`, and `user` (a name or a uid as digits) when the request gave one too.
+    case executable(String, user: String? = nil)
+    /// `unit`, and `user` when the request gave one too.
+    case unit(String, user: String? = nil)
+    /// `user` alone.
     case user(String)
 }
 
@@ -166,10 +171,13 @@ public enum RequestParser {
         case "GRANTS":
             return .grants
         case "GRANT", "REVOKE":
-            let targets = [members.executable.map(GrantTarget.executable), members.unit.map(GrantTarget.unit),
-                           members.user.map(GrantTarget.user)].compactMap { $0 }
-            guard targets.count == 1, let target = targets.first else {
-                throw RequestError(request: name, message: "give exactly one of executable, unit or user")
+            // A program (executable or unit), of one user when `user` is given too; or a user alone.
+            let target: GrantTarget
+            switch (members.executable, members.unit, members.user) {
+            case let (executable?, nil, user): target = .executable(executable, user: user)
+            case let (nil, unit?, user): target = .unit(unit, user: user)
+            case let (nil, nil, user?): target = .user(user)
+            default: throw RequestError(request: name, message: "give executable or unit (each optionally with user), or user")
             }
             if name == "REVOKE" { return .revoke(subject: target) }
             let kind = members.kind ?? "persistent"

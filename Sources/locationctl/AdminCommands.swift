@@ -22,29 +22,43 @@ private func resolvedPath(_ path: String) -> String? {
     return String(cString: resolved)
 }
 
-/// `--executable PATH`, `--unit NAME` or `--user NAME`: exactly one, for `grant` and `revoke`.
+/// `--executable PATH` or `--unit NAME`, each optionally with `--user NAME` (that user's program
+/// only), or `--user NAME` alone: for `grant` and `revoke`.
 private struct SubjectOption {
-    var subject: GrantSubject? = nil
+    var program: GrantSubject? = nil
+    var user: String? = nil
+
+    /// The subject as given, before the path is resolved; nil until an option named one.
+    var subject: GrantSubject? {
+        switch program {
+        case let .executable(path, _)?: return .executable(path, user: user)
+        case let .unit(unit, _)?: return .unit(unit, user: user)
+        case .user?, nil: return user.map(GrantSubject.user)
+        }
+    }
 
     /// Reads `option` when it names a subject; false when it does not.
     mutating func read(_ option: String, from options: inout OptionReader) throws(UsageError) -> Bool {
-        let made: GrantSubject
         switch option {
-        case "--executable": made = .executable(try options.value(for: option))
-        case "--unit": made = .unit(try options.value(for: option))
-        case "--user": made = .user(try options.value(for: option))
+        case "--executable", "--unit":
+            guard program == nil else { throw UsageError(message: "give only one of --executable or --unit") }
+            let value = try options.value(for: option)
+            program = option == "--executable" ? .executable(value) : .unit(value)
+        case "--user":
+            guard user == nil else { throw UsageError(message: "give --user only once") }
+            user = try options.value(for: option)
         default: return false
         }
-        guard subject == nil else { throw UsageError(message: "give only one of --executable, --unit or --user") }
-        subject = made
         return true
     }
 
     /// The subject; an executable's path resolved as the kernel reports a client's (realpath(3):
     /// absolute, symbolic links followed) when the file exists, since the daemon compares it with that.
     func required() throws(UsageError) -> GrantSubject {
-        guard let subject else { throw UsageError(message: "give one of --executable PATH, --unit NAME or --user NAME") }
-        if case .executable(let path) = subject, let resolved = resolvedPath(path) { return .executable(resolved) }
+        guard let subject else {
+            throw UsageError(message: "give --executable PATH or --unit NAME (each optionally with --user NAME), or --user NAME")
+        }
+        if case let .executable(path, user) = subject, let resolved = resolvedPath(path) { return .executable(resolved, user: user) }
         return subject
     }
 }
@@ -111,7 +125,7 @@ enum GrantsCommand {
 /// `locationctl grant`: allow a program, unit or user ahead of asking.
 enum GrantCommand {
     static let help = """
-        usage: locationctl grant (--executable PATH | --unit NAME | --user NAME) (--once | --persistent)
+        usage: locationctl grant [--executable PATH | --unit NAME] [--user NAME] (--once | --persistent)
                                  [--accuracy full|reduced] [--expires DURATION] [--socket PATH]
 
         Grants location access ahead of asking (root or the daemon's admin-group only).
@@ -121,9 +135,11 @@ enum GrantCommand {
 
         options:
           --executable PATH   programs run from PATH (as the kernel reports it: symbolic links
-                              resolved)
-          --unit NAME         processes of the systemd unit NAME, e.g. navit.service
-          --user NAME         every program of the user NAME (or uid)
+                              resolved), of every user unless --user is given too
+          --unit NAME         processes of the systemd unit NAME, e.g. navit.service, of every
+                              user unless --user is given too
+          --user NAME         with --executable or --unit, that program of the user NAME (or uid)
+                              only; alone, every program of the user
           --once              pre-approve one use
           --persistent        grant until revoked (or until --expires)
           --accuracy A        'full' (the default) or 'reduced'
@@ -183,17 +199,20 @@ enum GrantCommand {
 /// `locationctl revoke`: remove a subject's grants, at once.
 enum RevokeCommand {
     static let help = """
-        usage: locationctl revoke (--executable PATH | --unit NAME | --user NAME) [--socket PATH]
+        usage: locationctl revoke [--executable PATH | --unit NAME] [--user NAME] [--socket PATH]
 
         Removes every grant and stored decision of the subject, pre-approvals and live one-time grants
-        included (root or the daemon's admin-group only). It takes effect at once: the subject's
+        included (root or the daemon's admin-group only). A program without --user takes its grants
+        for every user with it (an agent's answers are stored per user); --user alone takes every
+        grant of that user, whatever the program. It takes effect at once: the subject's
         programs stop receiving locations and are told their new status; next time they ask, the
         daemon's rule decides again (an agent is asked under 'access = ask').
 
         options:
           --executable PATH   programs run from PATH
           --unit NAME         processes of the systemd unit NAME
-          --user NAME         every program of the user NAME (or uid)
+          --user NAME         with --executable or --unit, that program of the user NAME (or uid)
+                              only; alone, every program of the user
           --socket PATH       the daemon's socket (default: $LOCATIOND_SOCKET, else
                               /run/locationd/locationd.sock)
           -h, --help          show this help

@@ -154,7 +154,7 @@ struct CommandExitCodeTests {
 
     @Test("grant and revoke: the requests sent; a subject and a kind are required")
     func grantAndRevoke() async throws {
-        let server = try FakeServer(connections: 3) { peer in
+        let server = try FakeServer(connections: 4) { peer in
             peer.greet()
             guard peer.readLine() != nil else { return }
             peer.send(PolicyLines.grants)
@@ -167,18 +167,25 @@ struct CommandExitCodeTests {
         let persistent = await runLocationctl(["grant", "--unit", "navit.service", "--persistent", "--expires", "7d",
                                                "--socket", server.path])
         #expect(persistent.status == 0, "\(persistent)")
+        // A program of one user: the unit and the user together, in one request.
+        let ofUser = await runLocationctl(["grant", "--unit", "navit.service", "--user", "alice", "--persistent",
+                                           "--socket", server.path])
+        #expect(ofUser.status == 0, "\(ofUser)")
+        #expect(ofUser.stdout.contains("unit navit.service of user alice"))
         let revoke = await runLocationctl(["revoke", "--unit", "navit.service", "--socket", server.path])
         #expect(revoke.status == 0, "\(revoke)")
         #expect(await server.finished())
         #expect(server.requests == [
             #"{"class":"GRANT","user":"kiosk","kind":"once","accuracy":"reduced","expires":5400}"#,
             #"{"class":"GRANT","unit":"navit.service","kind":"persistent","accuracy":"full","expires":604800}"#,
+            #"{"class":"GRANT","unit":"navit.service","user":"alice","kind":"persistent","accuracy":"full"}"#,
             #"{"class":"REVOKE","unit":"navit.service"}"#,
         ])
 
         #expect(await runLocationctl(["grant", "--user", "kiosk"]).status == 64)
         #expect(await runLocationctl(["grant", "--once"]).status == 64)
-        #expect(await runLocationctl(["grant", "--user", "a", "--unit", "b", "--once"]).status == 64)
+        #expect(await runLocationctl(["grant", "--executable", "/a", "--unit", "b", "--once"]).status == 64)
+        #expect(await runLocationctl(["grant", "--user", "a", "--user", "b", "--once"]).status == 64)
         #expect(await runLocationctl(["grant", "--user", "a", "--once", "--expires", "soon"]).status == 64)
         #expect(await runLocationctl(["revoke"]).status == 64)
     }

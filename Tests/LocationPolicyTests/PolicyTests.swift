@@ -111,7 +111,7 @@ struct PolicyTests {
         let outcome = Policy.apply(.allowAlways(nil), to: q, identity: Self.navit, session: .init(), now: Self.now, onceLifetime: 3600, decidedBy: "agent")
         var grants = GrantSet()
         grants.persistent.append(try! #require(outcome.store))
-        #expect(outcome.store?.subject == .executable("/usr/bin/navit"))
+        #expect(outcome.store?.subject == .executable("/usr/bin/navit", user: "1000"))
         #expect(Policy.state(Self.navit, session: .init(), rules: r, grants: grants, now: Self.now + 86400).status == .authorizedPersistent)
         grants.persistent.removeAll()  // revoke
         #expect(Policy.state(Self.navit, session: .init(), rules: r, grants: grants, now: Self.now).status == .notDetermined)
@@ -150,6 +150,105 @@ struct PolicyTests {
         let q = AgentQuestion(subject: .authorization(.persistent), accuracy: .full, purpose: nil)
         let o = Policy.apply(.allowAlways(.reduced), to: q, identity: Self.navit, session: .init(), now: Self.now, onceLifetime: 3600, decidedBy: "agent")
         #expect(o.store?.accuracy == .reduced)
+    }
+
+    // MARK: Persistent decisions are per user and program
+
+    /// Two users running the same interpreter (security review: an agent's answer for one user's
+    /// python used to be stored for the executable alone, so it decided for every user's python).
+    static let bobPython = ClientIdentity(pid: 300, uid: 1000, gid: 1000, user: "bob", groups: ["bob"], executable: "/usr/bin/python3")
+    static let malloryPython = ClientIdentity(pid: 301, uid: 1002, gid: 1002, user: "mallory", groups: ["mallory"],
+                                              executable: "/usr/bin/python3")
+    static let alicePython = ClientIdentity(pid: 302, uid: 1001, gid: 1001, user: "alice", groups: ["alice"], executable: "/usr/bin/python3")
+    static let askPersistent = AgentQuestion(subject: .authorization(.persistent), accuracy: .full, purpose: nil)
+
+    @Test("allow always for bob's python authorizes bob's python, not mallory's (same executable, another uid)")
+    func allowAlwaysIsPerUser() throws {
+        let r = Self.rules(default: .ask, accuracy: .full)
+        let outcome = Policy.apply(.allowAlways(nil), to: Self.askPersistent, identity: Self.bobPython, session: .init(), now: Self.now,
+                                   onceLifetime: 3600, decidedBy: "agent root (uid 0)")
+        let stored = try #require(outcome.store)
+        #expect(stored.subject == .executable("/usr/bin/python3", user: "1000"))
+        let grants = GrantSet(persistent: [stored])
+        let bob = Policy.state(Self.bobPython, session: .init(), rules: r, grants: grants, now: Self.now + 86400)
+        #expect(bob == AuthorizationState(status: .authorizedPersistent, accuracy: .full, reason: "persistent grant by agent root (uid 0)"))
+        // A later session of bob's python (a new pid, after a restart) too.
+        var bobLater = Self.bobPython
+        bobLater.pid = 4000
+        #expect(Policy.state(bobLater, session: .init(), rules: r, grants: grants, now: Self.now + 86400).status == .authorizedPersistent)
+        // Mallory's python is not authorized: her request goes to the agent.
+        let mallory = Policy.state(Self.malloryPython, session: .init(), rules: r, grants: grants, now: Self.now + 1)
+        #expect(mallory == AuthorizationState(status: .notDetermined, accuracy: nil, reason: "not authorized yet"))
+        let d = Policy.decide(.authorize(.persistent, .full), identity: Self.malloryPython, session: .init(), rules: r, grants: grants,
+                              now: Self.now + 1)
+        #expect(d == .ask(AgentQuestion(subject: .authorization(.persistent), accuracy: .full, purpose: nil)))
+    }
+
+    @Test("a deny for mallory's python refuses her only: bob keeps his grant, alice's always rule still applies")
+    func denyIsPerUser() throws {
+        let aliceRule = ClientRule(name: "alice", user: "alice", access: .always, accuracy: .full)
+        let r = Self.rules(default: .ask, accuracy: .full, [aliceRule])
+        let bobAllowed = try #require(Policy.apply(.allowAlways(nil), to: Self.askPersistent, identity: Self.bobPython, session: .init(),
+                                                   now: Self.now, onceLifetime: 3600, decidedBy: "agent").store)
+        // Mallory's denial is the newer decision: before, as the newest for the executable, it won for everyone.
+        let malloryDenied = try #require(Policy.apply(.deny, to: Self.askPersistent, identity: Self.malloryPython, session: .init(),
+                                                      now: Self.now + 60, onceLifetime: 3600, decidedBy: "agent").store)
+        #expect(malloryDenied.subject == .executable("/usr/bin/python3", user: "1002"))
+        #expect(!malloryDenied.allowed)
+        let grants = GrantSet(persistent: [bobAllowed, malloryDenied])
+        let now = Self.now + 120
+        #expect(Policy.state(Self.malloryPython, session: .init(), rules: r, grants: grants, now: now).status == .denied)
+        let again = Policy.decide(.authorize(.persistent, .full), identity: Self.malloryPython, session: .init(), rules: r, grants: grants, now: now)
+        #expect(again == .refuse(.denied, reason: "denied by agent; not asked again"))
+        #expect(Policy.state(Self.bobPython, session: .init(), rules: r, grants: grants, now: now)
+                == AuthorizationState(status: .authorizedPersistent, accuracy: .full, reason: "persistent grant by agent"))
+        #expect(Policy.state(Self.alicePython, session: .init(), rules: r, grants: grants, now: now)
+                == AuthorizationState(status: .authorizedPersistent, accuracy: .full, reason: "rule [client alice] allows always"))
+    }
+
+    @Test("a decision for a client without an executable is keyed on its unit and uid, else on the uid alone")
+    func decisionSubjectFallbacks() {
+        let unitOnly = ClientIdentity(pid: 400, uid: 1000, gid: 1000, user: "bob", unit: "weather.service")
+        #expect(GrantSubject.decision(for: unitOnly) == .unit("weather.service", user: "1000"))
+        let bare = ClientIdentity(pid: 401, uid: 1000, gid: 1000, user: "bob")
+        #expect(GrantSubject.decision(for: bare) == .user("1000"))
+        var otherUsersUnit = unitOnly
+        otherUsersUnit.uid = 1002
+        otherUsersUnit.user = "mallory"
+        #expect(!GrantSubject.decision(for: unitOnly).matches(otherUsersUnit))
+        #expect(GrantSubject.decision(for: unitOnly).matches(unitOnly))
+    }
+
+    @Test("subjects without a user — an administrator's choice, or a store written before — match every user, as before")
+    func programWithoutUserMatchesEveryone() {
+        let legacy = PersistentGrant(subject: .executable("/usr/bin/python3"), allowed: false, accuracy: .reduced, created: Self.now,
+                                     decidedBy: "agent")
+        let grants = GrantSet(persistent: [legacy])
+        for client in [Self.bobPython, Self.malloryPython] {
+            #expect(Policy.state(client, session: .init(), rules: Self.rules(), grants: grants, now: Self.now).status == .denied)
+        }
+        // An administrator names bob with the program: only bob's python (by name or by uid).
+        #expect(GrantSubject.executable("/usr/bin/python3", user: "bob").matches(Self.bobPython))
+        #expect(GrantSubject.executable("/usr/bin/python3", user: "1000").matches(Self.bobPython))
+        #expect(!GrantSubject.executable("/usr/bin/python3", user: "bob").matches(Self.malloryPython))
+    }
+
+    @Test("revoking covers: a program alone takes its grants for every user; a program of a user only that user's; a user all of theirs",
+          arguments: [
+              (GrantSubject.executable("/usr/bin/python3"), GrantSubject.executable("/usr/bin/python3", user: "1000"), true),
+              (.executable("/usr/bin/python3"), .executable("/usr/bin/python3"), true),
+              (.executable("/usr/bin/python3", user: "1000"), .executable("/usr/bin/python3", user: "1000"), true),
+              (.executable("/usr/bin/python3", user: "1000"), .executable("/usr/bin/python3", user: "1002"), false),
+              (.executable("/usr/bin/python3", user: "1000"), .executable("/usr/bin/python3"), false),
+              (.executable("/usr/bin/python3"), .unit("python3", user: "1000"), false),
+              (.unit("navit.service"), .unit("navit.service", user: "alice"), true),
+              (.user("1000"), .executable("/usr/bin/python3", user: "1000"), true),
+              (.user("1000"), .unit("navit.service", user: "1000"), true),
+              (.user("1000"), .executable("/usr/bin/python3"), false),
+              (.user("1000"), .executable("/usr/bin/python3", user: "1002"), false),
+          ])
+    func revokeCovers(target: GrantSubject, stored: GrantSubject, covered: Bool) {
+        #expect(target.covers(stored) == covered)
     }
 
     // MARK: Temporary full accuracy

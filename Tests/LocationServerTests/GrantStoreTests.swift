@@ -186,7 +186,45 @@ struct GrantStoreTests {
             """)
     }
 
+    @Test("an agent's decision is stored for the user and the program: the uid sits next to the path, and reads back")
+    func perUserSubjectRoundTrip() throws {
+        let grants = GrantSet(persistent: [
+            PersistentGrant(subject: .executable("/usr/bin/python3.11", user: "1000"), allowed: true, accuracy: .full,
+                            created: 1_700_000_000, decidedBy: "agent root (uid 0)"),
+            PersistentGrant(subject: .executable("/usr/bin/python3.11", user: "1001"), allowed: false, accuracy: .reduced,
+                            created: 1_700_000_100, decidedBy: "agent root (uid 0)"),
+            PersistentGrant(subject: .unit("navit.service", user: "alice"), allowed: true, accuracy: .reduced,
+                            created: 1_700_000_200, decidedBy: "administrator root (uid 0)"),
+            PersistentGrant(subject: .executable("/usr/bin/navit"), allowed: true, accuracy: .full, created: 1_700_000_300,
+                            decidedBy: "administrator root (uid 0)"),
+        ], preapprovals: [Preapproval(subject: .executable("/usr/bin/curl", user: "1000"), accuracy: .reduced, created: 1_700_000_400)])
+        let dir = Self.directory()
+        let store = GrantStore(directory: dir, log: Self.log)
+        try store.update { $0 = grants }
+        let written = try Self.contents(dir + "/grants.json")
+        let text = String(decoding: written, as: UTF8.self)
+        #expect(text.contains("""
+                  "subject" : {
+                    "executable" : {
+                      "_0" : "/usr/bin/python3.11",
+                      "user" : "1000"
+                    }
+                  }
+            """))
+        // A subject without a user is written exactly as before: no "user" member.
+        #expect(text.contains("""
+                    "executable" : {
+                      "_0" : "/usr/bin/navit"
+                    }
+            """))
+        #expect(GrantStore(directory: dir, log: Self.log).grants == grants)
+        // The layout is the one GrantSubject's synthesized Codable gives executable(_:user:).
+        #expect(try JSONDecoder().decode(GrantSet.self, from: Data(written)) == grants)
+    }
+
     @Test("a corrupt store is moved aside and the store starts empty", arguments: [
+        // A subject's user that is not a string.
+        #"{"persistent":[],"preapprovals":[{"accuracy":"full","created":1,"subject":{"executable":{"_0":"/x","user":1000}}}]}"#,
         "{\"persistent\": [",  // cut short
         "",
         "not json",

@@ -31,54 +31,81 @@ struct PolicyEndToEndTests {
         """
     }
 
-    /// The Python client the tests run: connects to argv[1], sends argv[3...] as lines, and prints every
-    /// byte received for argv[2] seconds.
+    /// The Python client the tests run: connects to argv[1]; for each of argv[3...] sends it as a line,
+    /// or, for `wait:TEXT`, waits (up to argv[2] seconds) until TEXT was received; then prints every byte
+    /// received, going on for argv[2] seconds.
     static let pythonClient = """
         import socket, sys, time
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.connect(sys.argv[1])
-        for line in sys.argv[3:]:
-            s.sendall(line.encode() + b"\\n")
         s.settimeout(0.2)
-        end = time.time() + float(sys.argv[2])
         out = b""
-        while time.time() < end:
-            try:
-                d = s.recv(65536)
-                if not d: break
-                out += d
-            except socket.timeout:
-                pass
+        def receive(end, until=None):
+            global out
+            while time.time() < end and (until is None or until not in out):
+                try:
+                    d = s.recv(65536)
+                    if not d: return
+                    out += d
+                except socket.timeout:
+                    pass
+        for line in sys.argv[3:]:
+            if line.startswith("wait:"):
+                receive(time.time() + float(sys.argv[2]), line[5:].encode())
+            else:
+                s.sendall(line.encode() + b"\\n")
+        receive(time.time() + float(sys.argv[2]))
         sys.stdout.buffer.write(out)
         """
 
-    /// Runs a Python client as `nobody` (setpriv), sending `lines`, recording every byte received for
-    /// `seconds`; returns the bytes.
-    static func asNobody(_ socket: String, lines: [String], seconds: Double) throws -> String {
-        let directory = String(socket[..<socket.lastIndex(of: "/")!])
-        chmod(directory, 0o755)
-        return try run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", pythonClient,
-                        socket, String(seconds)] + lines, in: directory).stdout
+    /// A process started by `start`: its pid and the files its standard output and error go to.
+    struct Started {
+        var pid: pid_t
+        var output: String
+        var errors: String
     }
 
-    /// Runs `arguments` (found on PATH), writing its standard output and error to files in `directory`;
-    /// waits for it and returns its exit status and both outputs.
-    static func run(_ arguments: [String], in directory: String) throws -> (status: Int32, stdout: String, stderr: String) {
+    /// Starts `arguments` (found on PATH), its standard output and error going to files in `directory`.
+    static func start(_ arguments: [String], in directory: String) throws -> Started {
         let stamp = "\(getpid())-\(Int(monotonic() * 1_000_000))"
-        let output = directory + "/run-\(stamp).out", errors = directory + "/run-\(stamp).err"
+        let started = Started(pid: 0, output: directory + "/run-\(stamp).out", errors: directory + "/run-\(stamp).err")
         var pid: pid_t = 0
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
-        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_addopen(&actions, 2, errors, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_addopen(&actions, 1, started.output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_addopen(&actions, 2, started.errors, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         guard posix_spawnp(&pid, arguments[0], &actions, nil, argv, environ) == 0 else { throw Errno.current }
         posix_spawn_file_actions_destroy(&actions)
+        return Started(pid: pid, output: started.output, errors: started.errors)
+    }
+
+    /// Waits for a process from `start` to end; returns its exit status and both outputs.
+    static func finish(_ started: Started) -> (status: Int32, stdout: String, stderr: String) {
         var status: Int32 = 0
-        waitpid(pid, &status, 0)
+        waitpid(started.pid, &status, 0)
         let read = { (path: String) in FileManager.default.contents(atPath: path).map { String(decoding: $0, as: UTF8.self) } ?? "" }
-        return ((status >> 8) & 0xFF, read(output), read(errors))
+        return ((status >> 8) & 0xFF, read(started.output), read(started.errors))
+    }
+
+    /// Runs `arguments` (see `start`) and waits for it.
+    static func run(_ arguments: [String], in directory: String) throws -> (status: Int32, stdout: String, stderr: String) {
+        finish(try start(arguments, in: directory))
+    }
+
+    /// Starts the Python client (`pythonClient`) as `uid` (setpriv) on `socket`, sending `lines` and
+    /// recording what it receives for `seconds`.
+    static func startPython(_ socket: String, uid: Int, lines: [String], seconds: Double) throws -> Started {
+        let directory = String(socket[..<socket.lastIndex(of: "/")!])
+        chmod(directory, 0o755)
+        return try start(["setpriv", "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "/usr/bin/python3", "-c", pythonClient,
+                          socket, String(seconds)] + lines, in: directory)
+    }
+
+    /// Runs the Python client as `nobody` (see `startPython`); returns the bytes it received.
+    static func asNobody(_ socket: String, lines: [String], seconds: Double) throws -> String {
+        finish(try startPython(socket, uid: 65534, lines: lines, seconds: seconds)).stdout
     }
 
     @Test("as another user, a client without a grant receives not one byte of location over whole replays")
@@ -285,6 +312,56 @@ struct PolicyEndToEndTests {
         admin.send(#"{"class":"AUDIT"}"#)
         let audit = try #require(admin.line(timeout: 5))
         #expect(audit.contains("allowAlways") && audit.contains("\"event\":\"revoke\"") && audit.contains("\"event\":\"delivery\""))
+    }
+
+    @Test("an agent's answer is for one user's program: root's python allowed always, nobody's python still asked; nobody's deny leaves root's grant")
+    func decisionsArePerUser() throws {
+        let daemon = try DaemonProcess(config: Self.config(policy: "access = ask\naccuracy = full\nask-timeout = 10s"))
+        let agent = try RawClient(daemon.socketPath)
+        agent.send(#"{"class":"AGENT"}"#)
+        #expect(agent.message("AGENT") != nil)
+        let authorize = #"{"class":"AUTHORIZE","authorization":"persistent"}"#
+
+        // Root's python asks; the agent allows always.
+        let first = try Self.startPython(daemon.socketPath, uid: 0, lines: [authorize, "wait:authorizedPersistent", #"{"class":"WATCH"}"#],
+                                         seconds: 2)
+        let rootAsk = try #require(agent.message("ASK"))
+        guard case .object(let rootClient)? = rootAsk["client"] else { Issue.record("ASK without client"); return }
+        #expect(rootClient["uid"]?.number == 0)
+        let python = try #require(rootClient["exe"]?.string)
+        agent.send(#"{"class":"ANSWER","id":\#(Int(try #require(rootAsk["id"]?.number))),"answer":"allowAlways"}"#)
+        let rootReceived = Self.finish(first).stdout
+        #expect(rootReceived.contains(#""status":"authorizedPersistent""#) && rootReceived.contains(#""class":"TPV""#))
+
+        // Nobody's python, the same executable: not authorized, so it is asked about; the agent denies.
+        let second = try Self.startPython(daemon.socketPath, uid: 65534,
+                                          lines: [#"{"class":"AUTHORIZATION"}"#, #"{"class":"WATCH"}"#, authorize, "wait:denied"],
+                                          seconds: 2)
+        let nobodyAsk = try #require(agent.message("ASK"))
+        guard case .object(let nobodyClient)? = nobodyAsk["client"] else { Issue.record("ASK without client"); return }
+        #expect(nobodyClient["uid"]?.number == 65534)
+        #expect(nobodyClient["exe"]?.string == python)
+        agent.send(#"{"class":"ANSWER","id":\#(Int(try #require(nobodyAsk["id"]?.number))),"answer":"deny"}"#)
+        let nobodyReceived = Self.finish(second).stdout
+        #expect(nobodyReceived.contains(#""status":"notDetermined""#) && nobodyReceived.contains(#""status":"denied""#))
+        #expect(!nobodyReceived.contains(#""class":"TPV""#) && !nobodyReceived.contains("authorizedPersistent"), "\(nobodyReceived.prefix(2000))")
+
+        // Root's python again: nobody's newer denial does not touch root's grant.
+        let again = Self.finish(try Self.startPython(daemon.socketPath, uid: 0, lines: [#"{"class":"AUTHORIZATION"}"#, #"{"class":"WATCH"}"#],
+                                                     seconds: 1.5)).stdout
+        #expect(again.contains(#""status":"authorizedPersistent""#) && again.contains(#""class":"TPV""#), "\(again.prefix(2000))")
+        #expect(agent.message("ASK", timeout: 0.5) == nil)
+
+        // Both decisions are listed with their uid, and stored so.
+        let admin = try RawClient(daemon.socketPath)
+        admin.send(#"{"class":"GRANTS"}"#)
+        let grants = try #require(admin.message("GRANTS"))
+        guard case .array(let persistent)? = grants["persistent"] else { Issue.record("GRANTS without persistent"); return }
+        let listed = persistent.compactMap { item -> String? in
+            guard case .object(let m) = item else { return nil }
+            return "\(m["executable"]?.string ?? "-") \(m["user"]?.string ?? "-") \(m["allowed"] == .bool(true) ? "allowed" : "denied")"
+        }
+        #expect(listed.sorted() == ["\(python) 0 allowed", "\(python) 65534 denied"])
     }
 
     @Test("a grant that expires ends a live stream when it expires, though the fan-out caches authorization")

@@ -35,6 +35,10 @@ struct RequestParserTests {
         (#"{"class":"GRANT","user":"alice","user":"bob"}"#, .grant(subject: .user("alice"), kind: "persistent", accuracy: "full", expires: nil)),
         (#"{"class":"REVOKE","user":"1000"}"#, .revoke(subject: .user("1000"))),
         (#"{"class":"REVOKE","executable":"\/usr\/bin\/x"}"#, .revoke(subject: .executable("/usr/bin/x"))),
+        // A program of one user: executable or unit with user (before, refused as two subjects).
+        (#"{"class":"GRANT","executable":"/usr/bin/python3","user":"bob"}"#,
+         .grant(subject: .executable("/usr/bin/python3", user: "bob"), kind: "persistent", accuracy: "full", expires: nil)),
+        (#"{"class":"REVOKE","unit":"navit.service","user":"1000"}"#, .revoke(subject: .unit("navit.service", user: "1000"))),
         (#"{"class":"AUDIT"}"#, .audit(since: nil)),
         (#"{"class":"AUDIT","since":1700000000.5}"#, .audit(since: 1_700_000_000.5)),
         // Unknown members are ignored (PROTOCOL.md "Conventions"); null is the same as absent.
@@ -156,9 +160,9 @@ struct RequestParserTests {
         (#"{"class":"ANSWER","id":7}"#, "ANSWER", "answer must be \"allowOnce\", \"allowAlways\" or \"deny\""),
         (#"{"class":"ANSWER","id":7,"answer":"yes"}"#, "ANSWER", "answer must be \"allowOnce\", \"allowAlways\" or \"deny\""),
         (#"{"class":"ANSWER","id":7,"answer":"deny","accuracy":"best"}"#, "ANSWER", "accuracy must be \"full\" or \"reduced\""),
-        (#"{"class":"GRANT"}"#, "GRANT", "give exactly one of executable, unit or user"),
-        (#"{"class":"GRANT","executable":"/x","user":"a"}"#, "GRANT", "give exactly one of executable, unit or user"),
-        (#"{"class":"REVOKE","unit":"a","user":"b"}"#, "REVOKE", "give exactly one of executable, unit or user"),
+        (#"{"class":"GRANT"}"#, "GRANT", "give executable or unit (each optionally with user), or user"),
+        (#"{"class":"GRANT","executable":"/x","unit":"a"}"#, "GRANT", "give executable or unit (each optionally with user), or user"),
+        (#"{"class":"REVOKE","executable":"/x","unit":"a","user":"b"}"#, "REVOKE", "give executable or unit (each optionally with user), or user"),
         (#"{"class":"GRANT","user":"a","kind":"forever"}"#, "GRANT", "kind must be \"once\" or \"persistent\""),
         (#"{"class":"GRANT","user":"a","accuracy":"exact"}"#, "GRANT", "accuracy must be \"full\" or \"reduced\""),
         (#"{"class":"GRANT","user":"a","expires":0}"#, "GRANT", "expires must be a number of seconds > 0"),
