@@ -16,11 +16,12 @@ struct PolicyEndToEndTests {
         return String(decoding: buffer.prefix(max(n, 0)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    static func config(policy: String, clients: String = "", rate: String = "20", loop: Bool = true) -> String {
+    static func config(policy: String, clients: String = "", rate: String = "20", loop: Bool = true,
+                       capture: String = DaemonProcess.demoCapture) -> String {
         """
         [receiver demo]
         type = replay
-        file = \(DaemonProcess.demoCapture)
+        file = \(capture)
         rate = \(rate)
         loop = \(loop ? "yes" : "no")
 
@@ -133,19 +134,40 @@ struct PolicyEndToEndTests {
         #expect(grant.contains("permission denied"))
     }
 
-    @Test("a program that bind-mounts itself over a granted program's path in its own mount namespace is not that program")
-    func bindMountedPathIsNotTheProgram() throws {
-        // /proc/PID/exe reads as the path in the client's mount namespace, which it can populate (a user
-        // namespace suffices for an unprivileged user). Here locationctl runs as "/usr/bin/python3.N".
+    /// The real path of /usr/bin/python3 (what /proc/PID/exe shows for it), and a config whose one rule
+    /// lets that program see the location at full accuracy (others: ask, with no agent).
+    static func pythonAllowed(capture: String = DaemonProcess.demoCapture) throws -> (python: String, config: String) {
         var buffer = [CChar](repeating: 0, count: 4096)
         guard let resolved = realpath("/usr/bin/python3", &buffer) else { throw Errno.current }
         let python = String(cString: resolved)
-        let daemon = try DaemonProcess(config: Self.config(policy: "access = ask", clients: """
+        return (python, config(policy: "access = ask", clients: """
             [client python]
             executable = \(python)
             access = always
             accuracy = full
-            """, rate: "max"))
+            """, rate: "max", capture: capture))
+    }
+
+    /// A copy of the demo capture that any user can read (the checkout may sit in a directory only
+    /// root can enter), for a daemon run as another user.
+    static func readableCapture() throws -> String {
+        var template = Array("/tmp/locationd-capture-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw Errno.current }
+        let directory = String(cString: made)
+        chmod(directory, 0o755)
+        let copy = directory + "/haicom-305N.log"
+        guard let bytes = FileManager.default.contents(atPath: DaemonProcess.demoCapture),
+              FileManager.default.createFile(atPath: copy, contents: bytes) else { throw Errno.noSuchFileOrDirectory }
+        chmod(copy, 0o644)
+        return copy
+    }
+
+    @Test("a program that bind-mounts itself over a granted program's path in its own mount namespace is not that program")
+    func bindMountedPathIsNotTheProgram() throws {
+        // /proc/PID/exe reads as the path in the client's mount namespace, which it can populate (a user
+        // namespace suffices for an unprivileged user). Here locationctl runs as "/usr/bin/python3.N".
+        let (python, config) = try Self.pythonAllowed()
+        let daemon = try DaemonProcess(config: config)
         let directory = String(daemon.socketPath[..<daemon.socketPath.lastIndex(of: "/")!])
         // The granted program itself gets location: the rule and the check accept the real thing.
         let real = try Self.run([python, "-c", Self.pythonClient, daemon.socketPath, "1.5", #"{"class":"WATCH"}"#], in: directory)
@@ -167,15 +189,8 @@ struct PolicyEndToEndTests {
     func identifiesOtherUsersPrograms() throws {
         // Such a daemon may read another user's /proc/PID/exe (ptrace access) but not signal the process
         // (no CAP_KILL): checking that a pidfd's process is alive must not need the latter.
-        var buffer = [CChar](repeating: 0, count: 4096)
-        guard let resolved = realpath("/usr/bin/python3", &buffer) else { throw Errno.current }
-        let python = String(cString: resolved)
-        let daemon = try DaemonProcess(config: Self.config(policy: "access = ask", clients: """
-            [client python]
-            executable = \(python)
-            access = always
-            accuracy = full
-            """, rate: "max"),
+        let (python, config) = try Self.pythonAllowed(capture: Self.readableCapture())
+        let daemon = try DaemonProcess(config: config,
             launcher: ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=+sys_ptrace", "--ambient-caps=+sys_ptrace"],
             owner: (65534, 65534))
         let directory = String(daemon.socketPath[..<daemon.socketPath.lastIndex(of: "/")!])
