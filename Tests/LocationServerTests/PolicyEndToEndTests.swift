@@ -32,6 +32,22 @@ struct PolicyEndToEndTests {
         """
     }
 
+    /// A rule: root sees the location at full accuracy.
+    static let rootSeesAll = """
+        [client root]
+        user = root
+        access = always
+        accuracy = full
+        """
+
+    /// A rule: the `daemon` user (uid 1) sees it at reduced accuracy.
+    static let daemonUserReduced = """
+        [client reduced]
+        user = daemon
+        access = always
+        accuracy = reduced
+        """
+
     /// The Python client the tests run: connects to argv[1]; for each of argv[3...] sends it as a line,
     /// or, for `wait:TEXT`, waits (up to argv[2] seconds) until TEXT was received; then prints every byte
     /// received, going on for argv[2] seconds.
@@ -112,12 +128,7 @@ struct PolicyEndToEndTests {
     @Test("as another user, a client without a grant receives not one byte of location over whole replays")
     func strangerGetsNothing() throws {
         // Root may see everything; nobody falls to the default (ask, with no agent running).
-        let daemon = try DaemonProcess(config: Self.config(policy: "access = ask", clients: """
-            [client root]
-            user = root
-            access = always
-            accuracy = full
-            """, rate: "max"))
+        let daemon = try DaemonProcess(config: Self.config(policy: "access = ask", clients: Self.rootSeesAll, rate: "max"))
         let received = try Self.asNobody(daemon.socketPath, lines: [#"{"class":"WATCH"}"#, #"{"class":"POLL","timeout":1}"#,
                                                                     #"{"class":"AUTHORIZE","authorization":"persistent"}"#,
                                                                     #"{"class":"WATCH"}"#], seconds: 2)
@@ -203,17 +214,8 @@ struct PolicyEndToEndTests {
 
     @Test("STATUS tells a client as much about the fix as it may see: nothing without a grant, 2D and no fix times when reduced")
     func statusFollowsAuthorization() throws {
-        let daemon = try DaemonProcess(config: Self.config(policy: "access = ask", clients: """
-            [client root]
-            user = root
-            access = always
-            accuracy = full
-
-            [client reduced]
-            user = daemon
-            access = always
-            accuracy = reduced
-            """, rate: "max"))
+        let daemon = try DaemonProcess(config: Self.config(policy: "access = ask", clients: Self.rootSeesAll + "\n" + Self.daemonUserReduced,
+                                                           rate: "max"))
         let root = try RawClient(daemon.socketPath)
         root.send(#"{"class":"WATCH"}"#)
         #expect(root.message("TPV") != nil)  // the replay has a 3D fix by now
@@ -235,12 +237,8 @@ struct PolicyEndToEndTests {
 
     @Test("reduced accuracy: one report per reduced-interval per client, however many times it connects")
     func reducedPacingIsPerClient() throws {
-        let daemon = try DaemonProcess(config: Self.config(policy: "access = ask\nreduced-interval = 60s", clients: """
-            [client reduced]
-            user = daemon
-            access = always
-            accuracy = reduced
-            """, rate: "max"))
+        let daemon = try DaemonProcess(config: Self.config(policy: "access = ask\nreduced-interval = 60s", clients: Self.daemonUserReduced,
+                                                           rate: "max"))
         let directory = String(daemon.socketPath[..<daemon.socketPath.lastIndex(of: "/")!])
         chmod(directory, 0o755)
         func watchAsDaemonUser() throws -> Int {
