@@ -5,6 +5,7 @@ import Dispatch
 import FoundationEssentials
 import LocationCore
 import LocationPosix
+import LocationWire
 import Synchronization
 
 /// One connection to the daemon: the socket, a reader thread that splits what arrives into lines and

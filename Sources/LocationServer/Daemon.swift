@@ -52,7 +52,7 @@ public final class Daemon: @unchecked Sendable {
     public let configurationPath: String?
     let log: Log
     let receivers: ReceiverSet
-    let server: SocketServer
+    let server: NativeFront
     /// sd_notify: readiness, status, watchdog, reload, stop (Systemd.swift).
     let systemd: SystemdNotifier
     /// True when systemd passed the listening socket (socket activation): it stays, never unlinked.
@@ -94,11 +94,10 @@ public final class Daemon: @unchecked Sendable {
         receivers = ReceiverSet(configuration.receivers.map(makeReceiver))
         var limits = ServerLimits()
         limits.maxClients = configuration.maxClients
-        limits.clientTimeout = configuration.clientTimeout
-        let policy = PolicyEngine(rules: configuration.rules, adminGroup: configuration.adminGroup,
-                                  stateDirectory: configuration.stateDirectory, log: log)
-        server = SocketServer(listener: listener, limits: limits, policy: policy,
-                              receivers: ReceiverSetReports(set: receivers), log: log, release: locationdRelease)
+        limits.clientTimeout = .seconds(configuration.clientTimeout)
+        let store = PolicyStore(stateDirectory: configuration.stateDirectory, log: log)
+        server = NativeFront(listener: listener, limits: limits, rules: configuration.rules, adminGroup: configuration.adminGroup,
+                             store: store, receivers: ReceiverSetReports(set: receivers), log: log, release: locationdRelease)
     }
 
     static func makeDirectory(_ path: String, mode: mode_t) throws {

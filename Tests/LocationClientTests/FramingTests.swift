@@ -1,6 +1,7 @@
 import LocationCore
 import Testing
 @testable import LocationClient
+import LocationWire
 
 @Suite("Reading server lines")
 struct FramingTests {

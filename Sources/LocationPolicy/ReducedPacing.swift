@@ -1,0 +1,49 @@
+/// Pacing of reduced-accuracy reports: one report per `interval` for each client, where a client is a
+/// user and a program (ARCHITECTURE.md "Pacing and quotas") — never a connection, so that reconnecting
+/// or connecting many times gets no more reports, and the same report goes to each of its connections.
+///
+/// Core Location sends approximate locations a few times an hour; a report a second would show when the
+/// client crosses a grid line of the reduced position (`LocationFudger`). Pure value: the caller keeps
+/// the clock.
+public struct ReducedPacing: Sendable {
+    /// Whom pacing counts for: the kernel-verified uid and the program's executable (or unit when the
+    /// executable is unknown).
+    public struct Key: Hashable, Sendable {
+        public var uid: UInt32
+        public var program: String
+
+        public init(uid: UInt32, program: String) {
+            self.uid = uid
+            self.program = program
+        }
+
+        /// The key of a client identity.
+        public init(_ identity: ClientIdentity) {
+            self.init(uid: identity.uid, program: identity.executable ?? identity.unit ?? "-")
+        }
+    }
+
+    /// The most clients remembered; beyond it, entries whose interval has passed are forgotten.
+    public let capacity: Int
+    private var last: [Key: (at: ContinuousClock.Instant, report: UInt64)] = [:]
+
+    /// - Parameter capacity: how many clients to remember before pruning (4096 by default).
+    public init(capacity: Int = 4096) {
+        self.capacity = capacity
+    }
+
+    /// Whether report number `report` may go to `key` at `now`: the same report it already had (another of
+    /// its connections), or the first after `interval` since its last.
+    public func allows(_ key: Key, report: UInt64, now: ContinuousClock.Instant, interval: Duration) -> Bool {
+        guard let entry = last[key] else { return true }
+        return entry.report == report || now - entry.at >= interval
+    }
+
+    /// Records that report number `report` went to `key` at `now` (a second connection getting the same
+    /// report does not restart the interval).
+    public mutating func record(_ key: Key, report: UInt64, now: ContinuousClock.Instant, interval: Duration) {
+        if last[key]?.report == report { return }
+        if last.count >= capacity { last = last.filter { now - $0.value.at < interval } }
+        last[key] = (now, report)
+    }
+}

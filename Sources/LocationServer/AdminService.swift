@@ -1,0 +1,143 @@
+import LocationPolicy
+import LocationPosix
+import LocationWire
+
+/// The administrator's requests — AGENT, ANSWER, GRANTS, GRANT, REVOKE, AUDIT — for root and the config's
+/// `admin-group` only; anyone else gets a permission ERROR. Grant changes hold in memory at once and are
+/// written off the fan-out path; the reply (GRANTS, or an ERROR when the store could not be written)
+/// follows the write. AUDIT is read off the fan-out path too.
+enum AdminService {
+    /// The stored subject for an administrator's target. A user given with a program is stored as its
+    /// uid when the name resolves, as an agent's decisions are, so that GRANT and REVOKE by name meet
+    /// the agent's entries; a user alone is kept as given.
+    static func subject(_ target: GrantTarget) -> GrantSubject {
+        switch target {
+        case let .executable(e, user): return .executable(e, user: user.map { uidDigits($0) ?? $0 })
+        case let .unit(u, user): return .unit(u, user: user.map { uidDigits($0) ?? $0 })
+        case .user(let u): return .user(u)
+        }
+    }
+
+    /// `user` as a uid in digits: itself when it is digits, else the uid of the user of that name; nil
+    /// when there is no such user.
+    static func uidDigits(_ user: String) -> String? {
+        if !user.isEmpty, user.allSatisfy(\.isASCII), UInt32(user) != nil { return user }
+        return ClientIdentity.userID(user).map { String($0) }
+    }
+
+    /// Who did it, for the audit and the stored grant: "alice (uid 1000)".
+    static func by(_ identity: ClientIdentity) -> String {
+        "\(identity.user ?? "uid \(identity.uid)") (uid \(identity.uid))"
+    }
+
+    /// The GRANTS members: persistent grants, pre-approvals, and the live one-time grants.
+    static func grantsMembers(_ grants: GrantSet, once: [(identity: ClientIdentity, session: SessionAuthorization)],
+                              at wall: Double) -> [UInt8] {
+        func subjectMembers(_ s: GrantSubject, into m: inout JSONMembers) {
+            switch s {
+            case let .executable(e, user): m.string("executable", e); m.string("user", user)
+            case let .unit(u, user): m.string("unit", u); m.string("user", user)
+            case .user(let u): m.string("user", u)
+            }
+        }
+        var m = JSONMembers()
+        m.objects("persistent", grants.persistent.map { g in
+            var item = JSONMembers()
+            subjectMembers(g.subject, into: &item)
+            item.bool("allowed", g.allowed)
+            item.string("accuracy", g.accuracy.rawValue)
+            item.string("created", isoTime(g.created))
+            item.string("expires", g.expires.map(isoTime))
+            item.string("decidedBy", g.decidedBy)
+            return item
+        })
+        m.objects("preapproved", grants.preapprovals.map { p in
+            var item = JSONMembers()
+            subjectMembers(p.subject, into: &item)
+            item.string("accuracy", p.accuracy.rawValue)
+            item.string("created", isoTime(p.created))
+            item.string("expires", p.expires.map(isoTime))
+            return item
+        })
+        m.objects("once", once.compactMap { client -> JSONMembers? in
+            guard let grant = client.session.once, wall < grant.expires else { return nil }
+            var item = JSONMembers()
+            item.integer("pid", Int(client.identity.pid))
+            item.integer("uid", Int(client.identity.uid))
+            item.string("exe", client.identity.executable)
+            item.string("unit", client.identity.unit)
+            item.string("accuracy", (client.session.temporaryFullAccuracy != nil ? AccuracyAuthorization.full : grant.accuracy).rawValue)
+            item.string("granted", isoTime(grant.granted))
+            item.string("expires", isoTime(grant.expires))
+            return item
+        })
+        return m.bytes
+    }
+}
+
+extension ServerState {
+    mutating func admin(_ request: Request, from id: Int, at now: Moment) {
+        guard let identity = connections[id]?.identity else { return }
+        guard publisher.policy.isAdmin(identity) else {
+            send(id, ServerMessage.error(request: request.className,
+                                         message: "permission denied: needs root or group \(publisher.policy.adminGroup)"))
+            return
+        }
+        let by = AdminService.by(identity)
+        switch request {
+        case .agent:
+            broker.register(id)
+            context.log.notice("agent registered", ["agent.pid": String(identity.pid), "agent.uid": String(identity.uid)])
+            send(id, ServerMessage.object("AGENT", members: JSONMembers().bytes))
+        case let .answer(ask, answer, accuracy):
+            self.answer(ask, answer, accuracy: accuracy, from: id, by: by, at: now)
+        case .grants:
+            send(id, ServerMessage.object("GRANTS", members: grantsMembers(at: now.wall)))
+        case let .grant(target, kind, accuracy, expires):
+            let subject = AdminService.subject(target)
+            let level: AccuracyAuthorization = accuracy == "reduced" ? .reduced : .full
+            let until = expires.map { now.wall + $0 }
+            changeGrants(reply: id, request: "GRANT") {
+                if kind == "once" {
+                    $0.preapprovals.append(Preapproval(subject: subject, accuracy: level, created: now.wall, expires: until))
+                } else {
+                    $0.persistent.removeAll { $0.subject == subject }
+                    $0.persistent.append(PersistentGrant(subject: subject, allowed: true, accuracy: level, created: now.wall,
+                                                         expires: until, decidedBy: "administrator \(by)"))
+                }
+            }
+            context.store.record(AuditEvent(event: "grant", identity: identity, request: "GRANT \(kind) \(subject) \(level.rawValue)",
+                                            status: nil, accuracy: level.rawValue, reason: "by administrator \(by)"), at: now.wall)
+            deliver(publisher.reevaluateAll(because: nil, at: now.wall), at: now.wall)
+        case let .revoke(target):
+            let subject = AdminService.subject(target)
+            // A program without a user takes that program's decisions for every user with it, a user
+            // alone every decision about that user's programs (agents store those under the uid).
+            var alias: GrantSubject? = nil
+            if case .user(let name) = subject, let uid = AdminService.uidDigits(name), uid != name { alias = .user(uid) }
+            let revoked = { (stored: GrantSubject) in subject.covers(stored) || alias?.covers(stored) == true }
+            changeGrants(reply: id, request: "REVOKE") {
+                $0.persistent.removeAll { revoked($0.subject) }
+                $0.preapprovals.removeAll { revoked($0.subject) }
+            }
+            for (client, subscriber) in publisher.subscribers where subject.matches(subscriber.identity) {
+                publisher.changeSession(of: client) { $0 = SessionAuthorization() }
+            }
+            context.store.record(AuditEvent(event: "revoke", identity: identity, request: "REVOKE \(subject)", status: nil,
+                                            accuracy: nil, reason: "by administrator \(by)"), at: now.wall)
+            deliver(publisher.reevaluateAll(because: "revoked by administrator \(by)", at: now.wall), at: now.wall)
+        case let .audit(since):
+            effects.append(.readAudit(reply: id, since: since))
+        default:
+            break
+        }
+    }
+
+    /// The GRANTS members as the grants stand now.
+    func grantsMembers(at wall: Double) -> [UInt8] {
+        let once = publisher.subscribers.keys.sorted().compactMap { id in
+            publisher.subscribers[id].map { (identity: $0.identity, session: $0.session) }
+        }
+        return AdminService.grantsMembers(publisher.policy.grants, once: once, at: wall)
+    }
+}

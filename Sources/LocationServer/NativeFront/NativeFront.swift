@@ -1,0 +1,194 @@
+import Dispatch
+import LocationCore
+import LocationPolicy
+import LocationPosix
+import LocationWire
+import Synchronization
+
+/// Limits of the native front (docs/PROTOCOL.md "Errors").
+public struct ServerLimits: Sendable {
+    /// Most clients at once; the next gets an ERROR and is closed.
+    public var maxClients = 1024
+    /// How long a client may leave queued messages unread before it is disconnected.
+    public var clientTimeout: Duration = .seconds(30)
+    /// Bad requests tolerated per connection; one more and it is closed.
+    public var maxBadRequests = 100
+    /// Requests per second beyond which a client is flooding.
+    public var maxRequestsPerSecond = 1000
+    /// Bytes queued for one client beyond which it is closed (location reports are coalesced first,
+    /// so only a client that never reads and keeps asking gets here).
+    public var maxQueuedBytes = 1 << 20
+
+    public init() {}
+}
+
+/// What the server needs to know about the receivers for STATUS and STATE messages: a snapshot, never
+/// the receivers themselves.
+public protocol ReceiverStatusProvider: Sendable {
+    func receiverReports() -> [ReceiverReport]
+}
+
+/// The native front: the locationd protocol on a Unix socket (docs/PROTOCOL.md). It accepts clients,
+/// identifies them from the kernel, frames their requests and writes what the state decides — and holds
+/// no policy of its own.
+///
+/// Concurrency: one `Mutex<ServerState>` owns everything that changes. Socket events and timers arrive
+/// on one serial queue, identity look-ups run on another (they read /proc and the user database), a fix
+/// arrives on the receiver's thread; each takes the lock once and runs its turn to the end — one hop from
+/// a receiver to the clients. Slow work (the grant store's fsync, the audit file) runs on the
+/// `PolicyStore`'s queue.
+public final class NativeFront: Sendable {
+    /// The listening socket.
+    public let listener: ListeningSocket
+    private let state: Mutex<ServerState>
+    /// Socket events and timers.
+    private let queue = DispatchQueue(label: "locationd.server", qos: .userInteractive)
+    /// Identifying new clients (reads /proc/PID, the user and group databases).
+    private let identityQueue = DispatchQueue(label: "locationd.identity", qos: .userInitiated)
+    private let store: PolicyStore
+    private let log: Log
+
+    /// - Parameters:
+    ///   - listener: the listening Unix socket (bound here or passed by systemd).
+    ///   - rules: the policy rules in force.
+    ///   - adminGroup: the group whose members may run agents and admin commands (root always may).
+    ///   - store: the grant store, audit file and fudger secret.
+    ///   - receivers: the receivers' status snapshot.
+    ///   - release: the daemon's version, for VERSION.
+    public init(listener: ListeningSocket, limits: ServerLimits, rules: PolicyRules, adminGroup: String, store: PolicyStore,
+                receivers: any ReceiverStatusProvider, log: Log, release: String) {
+        self.listener = listener
+        self.store = store
+        self.log = log
+        let policy = PolicyState(rules: rules, grants: store.initialGrants, adminGroup: adminGroup)
+        let publisher = Publisher(policy: policy, fudger: store.fudger(gridMeters: rules.defaults.reducedGrid))
+        let context = ServerContext(limits: limits, log: log, store: store, receivers: receivers, release: release)
+        state = Mutex(ServerState(context: context, publisher: publisher))
+    }
+
+    /// Starts accepting clients.
+    public func start() {
+        state.withLock { s in
+            let source = DispatchSource.makeReadSource(fileDescriptor: listener.fileDescriptor, queue: queue)
+            source.setEventHandler { [weak self] in self?.acceptAll() }
+            s.acceptSource = source
+            source.resume()
+        }
+    }
+
+    /// Number of connected clients.
+    public var clientCount: Int { state.withLock { $0.connections.count } }
+
+    /// Publishes a fix (a no-fix tells subscribers the fix was lost) on the caller's thread: no hand-off
+    /// between the receiver that decoded the fix and the fan-out. Waits only for the server's own turns,
+    /// which never block (sockets are non-blocking, files are written elsewhere).
+    public func publish(_ fix: Fix) {
+        let now = Moment.now()
+        withState { $0.publish(fix, at: now) }
+    }
+
+    /// Applies a new configuration's rules (SIGHUP): clients that lose their grant are told at once.
+    public func applyPolicyRules(_ rules: PolicyRules) {
+        let gridChanged = state.withLock { $0.publisher.fudger.gridMeters != rules.defaults.reducedGrid }
+        let fudger = gridChanged ? store.fudger(gridMeters: rules.defaults.reducedGrid) : nil
+        let now = Moment.now()
+        withState { s in s.deliver(s.publisher.replaceRules(rules, fudger: fudger, at: now.wall), at: now.wall) }
+    }
+
+    /// Stops accepting, tells every client why, closes them, and flushes the audit file.
+    public func stop(reason: String) {
+        withState { $0.stop(reason: reason) }
+        store.sync()
+    }
+
+    // MARK: - Turns
+
+    /// Runs one turn under the lock, then carries out what the state asked of the front.
+    private func withState(_ body: (inout ServerState) -> Void) {
+        state.withLock { s in
+            body(&s)
+            while !s.effects.isEmpty {
+                let effects = s.effects
+                s.effects.removeAll()
+                for effect in effects { perform(effect, &s) }
+            }
+        }
+    }
+
+    private func perform(_ effect: Effect, _ s: inout ServerState) {
+        switch effect {
+        case .watchReadable(let id):
+            guard let fd = s.connections[id]?.fd else { return }
+            let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+            source.setEventHandler { [weak self] in
+                let now = Moment.now()
+                self?.withState { $0.readable(id, at: now) }
+            }
+            s.connections[id]?.readSource = source
+            source.resume()
+        case .watchWritable(let id):
+            guard let fd = s.connections[id]?.fd, s.connections[id]?.writeSource == nil else { return }
+            let source = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
+            source.setEventHandler { [weak self] in self?.withState { $0.writable(id) } }
+            s.connections[id]?.writeSource = source
+            source.resume()
+        case let .schedule(event, delay):
+            queue.asyncAfter(deadline: .now() + .nanoseconds(Int(delay / .nanoseconds(1)))) { [weak self] in
+                self?.post(event)
+            }
+        case let .saveGrants(reply, request):
+            store.save(s.publisher.policy.grants) { [weak self] error in
+                guard let self else { return }
+                self.queue.async { self.post(.grantsSaved(admin: reply, request: request, error: error)) }
+            }
+        case let .readAudit(reply, since):
+            store.readAudit(since: since) { [weak self] lines in
+                guard let self else { return }
+                self.queue.async { self.post(.auditRead(admin: reply, lines: lines)) }
+            }
+        }
+    }
+
+    private func post(_ event: ServerEvent) {
+        let now = Moment.now()
+        withState { $0.handle(event, at: now) }
+    }
+
+    // MARK: - Accepting
+
+    private func acceptAll() {
+        while true {
+            switch listener.accept() {
+            case .success(let fd):
+                identityQueue.async { [weak self] in self?.identify(fd) }
+            case .failure(.wouldBlock):
+                return
+            case .failure(let e):
+                log.warning("accept failed", ["errno": e.description])
+                return
+            }
+        }
+    }
+
+    /// Reads a new client's identity from the kernel (off the fan-out queue), then admits it.
+    private func identify(_ fd: Int32) {
+        let identity: ClientIdentity
+        do {
+            identity = try ClientIdentity.ofPeer(socket: fd)
+        } catch {
+            if error == .noSuchProcess {
+                // The program that connected is gone (it exited, leaving the socket to another process,
+                // e.g. a child): nobody can be identified, so nobody is served.
+                log.warning("client refused: the connecting process exited before it was identified")
+                let refusal = ServerMessage.error(request: "?", message: "the connecting process exited before it could be identified")
+                _ = refusal.withUnsafeBytes { sendNoSignal(fd, $0) }
+            } else {
+                log.warning("client refused: no peer credentials", ["errno": error.description])
+            }
+            FileDescriptorOps.close(fd)
+            return
+        }
+        let now = Moment.now()
+        withState { _ = $0.admit(fd, identity: identity, at: now) }
+    }
+}

@@ -1,0 +1,151 @@
+import LocationCore
+import LocationPolicy
+import LocationWire
+
+/// Requests: the location ones (WATCH, POLL, STATUS) and the client's side of the policy (AUTHORIZE,
+/// AUTHORIZATION, FULLACCURACY). Validation order: size → syntax → class → members → authorization.
+extension ServerState {
+    mutating func handleLine(_ line: [UInt8], from id: Int, at now: Moment) {
+        if line.allSatisfy({ $0 == 32 || $0 == 13 || $0 == 9 }) { return }
+        connections[id]?.meter.requests += 1
+        if let requests = connections[id]?.meter.requests, requests > limits.maxRequestsPerSecond {
+            refuse(id, "flooding: more than \(limits.maxRequestsPerSecond) requests in a second")
+            return
+        }
+        let request: Request
+        do {
+            request = try RequestParser.parse(line)
+        } catch {
+            bad(id, error)
+            return
+        }
+        switch request {
+        case let .watch(enable, minInterval, distanceFilter):
+            watch(id, enable: enable, minInterval: minInterval, distanceFilter: distanceFilter, at: now)
+        case let .poll(timeout):
+            poll(id, timeout: .seconds(timeout), at: now)
+        case .status:
+            status(id, at: now)
+        case let .authorize(kind, accuracy, name):
+            if let name { publisher.setDisplayName(String(DisplayText.escaped(String(name.prefix(200)))), of: id) }
+            authorize(id, .authorize(kind == "persistent" ? .persistent : .once, accuracy == "reduced" ? .reduced : .full),
+                      request: "AUTHORIZE", at: now)
+        case .authorization:
+            let state = publisher.authorization(of: id, at: now.wall)
+            if let delivery = publisher.announce(id, state, force: true) { deliver([delivery], at: now.wall) }
+        case let .fullAccuracy(key):
+            authorize(id, .temporaryFullAccuracy(purposeKey: key), request: "FULLACCURACY", at: now)
+        case .agent, .answer, .grants, .grant, .revoke, .audit:
+            admin(request, from: id, at: now)
+        }
+    }
+
+    /// STATUS: the fix's mode and timing are location data, so a client sees them as precisely as it may
+    /// see the location (reduced: a 2D position, no fix times); an admin sees them all.
+    private mutating func status(_ id: Int, at now: Moment) {
+        guard let identity = connections[id]?.identity else { return }
+        let mode = publisher.latest?.mode ?? .noFix
+        let state = publisher.authorization(of: id, at: now.wall)
+        let accuracy: AccuracyAuthorization? = publisher.policy.isAdmin(identity) ? .full
+            : (state.status.isAuthorized ? state.accuracy : nil)
+        send(id, ServerMessage.status(mode: accuracy.map { $0 == .full ? mode : min(mode, .twoDimensional) },
+                                      clients: connections.count, receivers: context.receivers.receiverReports(),
+                                      fixDetails: accuracy == .full))
+    }
+
+    /// The client's authorization for a location request; an unauthorized client gets its status, then
+    /// an ERROR — never a location — and the refusal is audited within the user's budget.
+    private mutating func requireAuthorization(_ id: Int, request: String, at now: Moment) -> AuthorizationState? {
+        let state = publisher.authorization(of: id, at: now.wall)
+        guard state.status.isAuthorized else {
+            if let subscriber = publisher.subscribers[id],
+               case .record(let omitted) = refusalAudit.admit(uid: subscriber.identity.uid, now: now.monotonic) {
+                var reason = state.reason
+                if omitted > 0 {
+                    reason += " (and \(omitted) more refusals of uid \(subscriber.identity.uid) in the minute before, not recorded)"
+                }
+                audit("decision", id, request: request, status: state.status.rawValue, accuracy: nil, reason: reason, at: now.wall)
+            }
+            if let delivery = publisher.announce(id, state, force: true) { deliver([delivery], at: now.wall) }
+            send(id, ServerMessage.error(request: request, message: "not authorized (\(state.status.rawValue)): \(state.reason)"))
+            return nil
+        }
+        return state
+    }
+
+    private mutating func watch(_ id: Int, enable: Bool, minInterval: Double, distanceFilter: Double, at now: Moment) {
+        guard enable else {
+            publisher.stopWatching(id)
+            send(id, ServerMessage.watch(enable: false, minInterval: minInterval, distanceFilter: distanceFilter))
+            return
+        }
+        guard let state = requireAuthorization(id, request: "WATCH", at: now) else { return }
+        send(id, ServerMessage.watch(enable: true, minInterval: minInterval, distanceFilter: distanceFilter))
+        let out = publisher.startWatching(id, minInterval: .seconds(minInterval), distanceFilter: distanceFilter, state: state, at: now)
+        deliver(out, at: now.wall)
+    }
+
+    private mutating func poll(_ id: Int, timeout: Duration, at now: Moment) {
+        guard requireAuthorization(id, request: "POLL", at: now) != nil else { return }
+        guard let poll = publisher.addPoll(id) else {
+            bad(id, RequestError(request: "POLL", message: "too many POLLs waiting (\(Publisher.maximumPendingPolls))"))
+            return
+        }
+        effects.append(.schedule(.pollTimeout(client: id, poll: poll, after: timeout), after: timeout))
+    }
+
+    /// AUTHORIZE and FULLACCURACY: decide; grant, refuse, or ask the agents.
+    private mutating func authorize(_ id: Int, _ request: PolicyRequest, request name: String, at now: Moment) {
+        guard let subscriber = publisher.subscribers[id] else { return }
+        let policy = publisher.policy
+        let decision = Policy.decide(request, identity: subscriber.identity, session: subscriber.session, rules: policy.rules,
+                                     grants: policy.grants, now: now.wall)
+        switch decision {
+        case .authorized(let state):
+            audit("decision", id, request: name, status: state.status.rawValue, accuracy: state.accuracy?.rawValue,
+                  reason: state.reason, at: now.wall)
+            announce(id, state, at: now.wall)
+        case let .grantOnce(accuracy, preapproval):
+            let lifetime = policy.rules.defaults.onceLifetime
+            publisher.changeSession(of: id) { $0.once = SessionGrant(accuracy: accuracy, granted: now.wall, expires: now.wall + lifetime) }
+            var reason = "one-time grant by \(policy.rules.effective(for: subscriber.identity).source)"
+            if let index = preapproval {
+                reason = "one-time grant pre-approved by an administrator"
+                changeGrants(reply: nil, request: name) { $0.preapprovals.remove(at: index) }
+            }
+            effects.append(.schedule(.onceExpiry(client: id), after: .seconds(lifetime) + .milliseconds(10)))
+            let state = publisher.authorization(of: id, at: now.wall)
+            audit("decision", id, request: name, status: state.status.rawValue, accuracy: state.accuracy?.rawValue,
+                  reason: reason, at: now.wall)
+            announce(id, state, at: now.wall)
+        case let .refuse(status, reason):
+            audit("decision", id, request: name, status: status.rawValue, accuracy: nil, reason: reason, at: now.wall)
+            send(id, ServerMessage.authorization(status: status.rawValue, accuracy: nil, reason: reason))
+        case .invalid(let message):
+            audit("decision", id, request: name, status: nil, accuracy: nil, reason: message, at: now.wall)
+            send(id, ServerMessage.error(request: name, message: message))
+        case .ask(let question):
+            ask(id, question, request: name, at: now)
+        }
+    }
+
+    /// Tells a client its authorization (always, as the answer to its request).
+    mutating func announce(_ id: Int, _ state: AuthorizationState, at wall: Double) {
+        if let delivery = publisher.announce(id, state, force: true) { deliver([delivery], at: wall) }
+    }
+
+    /// Writes an audit record about client `id`.
+    mutating func audit(_ event: String, _ id: Int, request: String?, status: String?, accuracy: String?, reason: String,
+                        at wall: Double) {
+        guard let subscriber = publisher.subscribers[id] else { return }
+        context.store.record(AuditEvent(event: event, identity: subscriber.identity, name: subscriber.displayName,
+                                        request: request, status: status, accuracy: accuracy, reason: reason), at: wall)
+    }
+
+    /// Changes the grants in memory at once, and has them written off the fan-out path; `reply` (an admin
+    /// connection) gets GRANTS — or an ERROR — once they are on disk.
+    mutating func changeGrants(reply: Int?, request: String, _ change: (inout GrantSet) -> Void) {
+        publisher.changeGrants(change)
+        effects.append(.saveGrants(reply: reply, request: request))
+    }
+}

@@ -1,0 +1,308 @@
+import CPosixShims
+import Dispatch
+import LocationCore
+import LocationPolicy
+import LocationPosix
+import LocationWire
+
+/// What the server's state uses of the world: fixed at start, shared, all `Sendable`.
+struct ServerContext: Sendable {
+    let limits: ServerLimits
+    let log: Log
+    let store: PolicyStore
+    let receivers: any ReceiverStatusProvider
+    let release: String
+}
+
+/// Something the state asks the front to do once the current turn is over: the front owns the dispatch
+/// queue, the sources and the timers, and the state stays a value that never calls back into it.
+enum Effect: Sendable {
+    /// Watch client `id`'s socket for requests.
+    case watchReadable(Int)
+    /// Watch client `id`'s socket for room to write its queued output.
+    case watchWritable(Int)
+    /// Hand `event` back to the state after `delay`.
+    case schedule(ServerEvent, after: Duration)
+    /// Write the grants as they are now; then `grantsSaved`.
+    case saveGrants(reply: Int?, request: String)
+    /// Read the audit file; then `auditRead`.
+    case readAudit(reply: Int, since: Double?)
+}
+
+/// Timers and completions coming back to the state.
+enum ServerEvent: Sendable {
+    case pollTimeout(client: Int, poll: Int, after: Duration)
+    case askTimeout(ask: Int)
+    /// A one-time grant's lifetime may have ended.
+    case onceExpiry(client: Int)
+    /// The stuck-reader sweep.
+    case sweep
+    /// The grant store was written (nil) or not (the error); `admin` waits for the reply to `request`.
+    case grantsSaved(admin: Int?, request: String, error: Errno?)
+    case auditRead(admin: Int, lines: [String])
+}
+
+/// Everything the native front mutates, as one value owned by one `Mutex` in `NativeFront`: the
+/// connections, the `Publisher`, the agent broker and the abuse accounting. Each turn — a request read,
+/// a fix published, a timer — runs to completion under the lock; what needs the front is left in
+/// `effects`.
+struct ServerState {
+    let context: ServerContext
+    var publisher: Publisher
+    var connections: [Int: Connection] = [:]
+    var broker = AgentBroker()
+    /// Audit records of refusals per user and minute.
+    var refusalAudit = AuditBudget()
+    var effects: [Effect] = []
+    private var nextID = 1
+    private(set) var stopped = false
+    /// Watches the listening socket; cancelled when the server stops.
+    var acceptSource: (any DispatchSourceRead)?
+    private var sweeping = false
+    private var readBuffer = [UInt8](repeating: 0, count: 65536)
+    /// The fan-out's deliveries, kept to reuse their storage.
+    private var deliveries: [Delivery] = []
+
+    init(context: ServerContext, publisher: Publisher) {
+        self.context = context
+        self.publisher = publisher
+    }
+
+    var limits: ServerLimits { context.limits }
+
+    // MARK: - Connections
+
+    /// A client identified by the kernel: admitted (greeted with VERSION), or refused when the server is
+    /// full or stopping. Returns its id, or nil when refused (the socket is closed).
+    mutating func admit(_ fd: Int32, identity: ClientIdentity, at now: Moment) -> Int? {
+        let id = nextID
+        nextID += 1
+        var connection = Connection(fd: fd, identity: identity, now: now.monotonic)
+        guard !stopped, connections.count < limits.maxClients else {
+            let why = stopped ? "locationd is stopping" : "too many clients (\(limits.maxClients))"
+            _ = try? connection.output.send(ServerMessage.error(request: "?", message: why), isLocation: false, on: fd)
+            connection.closeSocket()
+            context.log.warning("client refused: \(stopped ? "stopping" : "too many clients")", connection.context(id))
+            return nil
+        }
+        connections[id] = connection
+        publisher.connect(id, identity: identity)
+        context.log.info("client connected", connection.context(id))
+        effects.append(.watchReadable(id))
+        armSweep()
+        send(id, ServerMessage.version(release: context.release))
+        return id
+    }
+
+    /// Closes a client: its POLLs, its one-time grant and its questions to agents end with it.
+    mutating func close(_ id: Int, why: String) {
+        guard var connection = connections.removeValue(forKey: id) else { return }
+        publisher.disconnect(id)
+        for ask in broker.remove(id) {
+            tellAgents(AgentBroker.answered(ask.id, "withdrawn", by: "client disconnected"))
+        }
+        connection.closeSocket()
+        let coalesced = connection.output.coalesced
+        context.log.info("client closed", connection.context(id, reason: why + (coalesced > 0 ? " (\(coalesced) stale reports coalesced)" : "")))
+    }
+
+    /// Tells the client why, and closes it.
+    mutating func refuse(_ id: Int, _ why: String) {
+        guard let connection = connections[id] else { return }
+        send(id, ServerMessage.error(request: "?", message: why + "; closing"))
+        context.log.notice("client disconnected", connection.context(id, reason: why))
+        close(id, why: why)
+    }
+
+    /// A bad request: an ERROR, and the connection closed after `maxBadRequests` of them.
+    mutating func bad(_ id: Int, _ error: RequestError) {
+        connections[id]?.meter.bad += 1
+        guard let bad = connections[id]?.meter.bad, bad <= limits.maxBadRequests else {
+            refuse(id, "more than \(limits.maxBadRequests) bad requests")
+            return
+        }
+        send(id, ServerMessage.error(request: error.request, message: error.message))
+    }
+
+    /// Stops serving: every client is told why and closed.
+    mutating func stop(reason: String) {
+        stopped = true
+        acceptSource?.cancel()
+        acceptSource = nil
+        let goodbye = ServerMessage.error(request: "?", message: reason)
+        for id in connections.keys.sorted() {
+            send(id, goodbye)
+            close(id, why: "daemon stopping")
+        }
+    }
+
+    // MARK: - Reading
+
+    /// Client `id`'s socket is readable: frames what arrived into requests and answers them.
+    mutating func readable(_ id: Int, at now: Moment) {
+        guard let fd = connections[id]?.fd else { return }
+        let result = readBuffer.withUnsafeMutableBytes { FileDescriptorOps.read(fd, into: $0) }
+        switch result {
+        case .success(0):
+            close(id, why: "client disconnected")
+        case .failure(.wouldBlock):
+            return
+        case .failure(let e):
+            close(id, why: "read failed: \(e)")
+        case .success(let n):
+            connections[id]?.meter.tick(now.monotonic)
+            connections[id]?.meter.bytes += n
+            var events: [LineFramer.Event] = []
+            connections[id]?.framer.feed(readBuffer[0..<n]) { events.append($0) }
+            for event in events {
+                guard connections[id] != nil else { return }
+                switch event {
+                case .line(let line):
+                    handleLine(line, from: id, at: now)
+                case .tooLong:
+                    bad(id, RequestError(request: "?", message: "request longer than \(ProtocolVersion.maximumRequestLength) bytes"))
+                }
+            }
+            let floodBytes = 64 * ProtocolVersion.maximumRequestLength
+            if let bytes = connections[id]?.meter.bytes, bytes > floodBytes {
+                refuse(id, "flooding: more than \(floodBytes) bytes in a second")
+            }
+        }
+    }
+
+    // MARK: - Writing
+
+    /// Sends `bytes` to client `id`; a location report replaces one still unsent. A client whose socket
+    /// failed, or that lets more than `maxQueuedBytes` pile up, is closed.
+    mutating func send(_ id: Int, _ bytes: [UInt8], isLocation: Bool = false) {
+        guard let index = connections.index(forKey: id) else { return }
+        let fd = connections.values[index].fd
+        do {
+            let queued = try connections.values[index].output.send(bytes, isLocation: isLocation, on: fd)
+            guard queued else { return }
+            if connections.values[index].output.byteCount > limits.maxQueuedBytes {
+                close(id, why: "more than \(limits.maxQueuedBytes) bytes queued")
+            } else if connections.values[index].writeSource == nil {
+                effects.append(.watchWritable(id))
+            }
+        } catch {
+            close(id, why: "write failed: \(error)")
+        }
+    }
+
+    /// Client `id`'s socket has room: writes what is queued; stops watching once it is all out.
+    mutating func writable(_ id: Int) {
+        guard let index = connections.index(forKey: id) else { return }
+        do {
+            guard try !connections.values[index].output.flush(connections.values[index].fd) else { return }
+            connections.values[index].writeSource?.cancel()
+            connections.values[index].writeSource = nil
+        } catch {
+            close(id, why: "write failed: \(error)")
+        }
+    }
+
+    // MARK: - Fixes
+
+    /// A fix from the receivers, to every client the policy lets see it.
+    mutating func publish(_ fix: Fix, at now: Moment) {
+        guard !stopped else { return }
+        var out = deliveries
+        publisher.publish(fix, at: now, into: &out)
+        deliver(out, at: now.wall)
+        out.removeAll(keepingCapacity: true)
+        deliveries = out
+    }
+
+    /// Turns the Publisher's decisions into messages.
+    mutating func deliver(_ deliveries: [Delivery], at wall: Double) {
+        var noFixReason: String?
+        for delivery in deliveries {
+            switch delivery {
+            case let .report(id, accuracy):
+                send(id, publisher.reportBytes(accuracy), isLocation: true)
+            case let .pollReply(id, accuracy):
+                send(id, ServerMessage.poll(tpv: publisher.reportBytes(accuracy)))
+            case let .fixState(id, fix):
+                if !fix, noFixReason == nil { noFixReason = self.noFixReason() }
+                send(id, ServerMessage.state(fix: fix, reason: fix ? nil : noFixReason))
+            case let .authorization(id, state):
+                send(id, ServerMessage.authorization(status: state.status.rawValue, accuracy: state.accuracy?.rawValue, reason: state.reason))
+            case let .watchEnded(id, state):
+                send(id, ServerMessage.error(request: "WATCH", message: "not authorized: \(state.reason)"))
+            case .audit(let event):
+                context.store.record(event, at: wall)
+            }
+        }
+    }
+
+    /// Why there is no fix, from the receivers' snapshot.
+    func noFixReason() -> String {
+        let reports = context.receivers.receiverReports()
+        if reports.isEmpty { return "no receiver is configured" }
+        if reports.allSatisfy({ $0.state != "connected" }) {
+            return "receivers unavailable: " + reports.map { "\($0.name): \($0.reason ?? $0.state)" }.joined(separator: "; ")
+        }
+        return "no receiver has a fix"
+    }
+
+    // MARK: - Timers and completions
+
+    mutating func handle(_ event: ServerEvent, at now: Moment) {
+        switch event {
+        case let .pollTimeout(id, poll, after):
+            if publisher.expirePoll(poll, of: id) {
+                send(id, ServerMessage.error(request: "POLL", message: "no fix within \(Self.seconds(after))"))
+            }
+        case .askTimeout(let ask):
+            askTimedOut(ask, at: now)
+        case .onceExpiry(let id):
+            var out: [Delivery] = []
+            publisher.reevaluate(id, at: now.wall, into: &out)
+            deliver(out, at: now.wall)
+        case .sweep:
+            sweepStuckClients(now: now.monotonic)
+        case let .grantsSaved(admin, request, error):
+            guard let admin else { return }
+            if let error {
+                send(admin, ServerMessage.error(request: request, message: "the grant holds until the daemon stops, but the grant store could not be written: \(error)"))
+            } else {
+                send(admin, ServerMessage.object("GRANTS", members: grantsMembers(at: now.wall)))
+            }
+        case let .auditRead(admin, lines):
+            var m = JSONMembers()
+            m.rawArray("events", lines)
+            send(admin, ServerMessage.object("AUDIT", members: m.bytes))
+        }
+    }
+
+    /// A client that reads nothing for `clientTimeout` while messages wait for it — in our queue or in
+    /// the kernel's socket buffer (SIOCOUTQ) — is disconnected. One ioctl per client, every second or so.
+    private mutating func sweepStuckClients(now: ContinuousClock.Instant) {
+        for id in connections.keys.sorted() {
+            guard let connection = connections[id] else { continue }
+            let unreadInKernel = max(0, Int(locationd_socket_unread_bytes(connection.fd)))
+            let peerRead = connection.output.totalSent - unreadInKernel
+            if peerRead > connection.peerRead || (unreadInKernel == 0 && connection.output.isEmpty) {
+                connections[id]?.peerRead = peerRead
+                connections[id]?.lastReadProgress = now
+            } else if now - connection.lastReadProgress >= limits.clientTimeout {
+                refuse(id, "read nothing for \(Self.seconds(limits.clientTimeout)) while messages waited")
+            }
+        }
+        sweeping = false
+        armSweep()
+    }
+
+    private mutating func armSweep() {
+        guard !sweeping, !connections.isEmpty else { return }
+        sweeping = true
+        effects.append(.schedule(.sweep, after: min(.seconds(1), limits.clientTimeout / 4)))
+    }
+
+    /// "2 s", "0.5 s".
+    static func seconds(_ d: Duration) -> String {
+        let s = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+        return s == s.rounded() ? "\(Int(s)) s" : "\(s) s"
+    }
+}

@@ -1,0 +1,32 @@
+import LocationPolicy
+
+/// What the Publisher decided a subscriber gets; the front turns it into bytes on the client's socket
+/// (docs/PROTOCOL.md names each message).
+enum Delivery: Sendable {
+    /// The current report (`Publisher.report(_:)`), as a streamed `TPV` at this accuracy.
+    case report(to: Int, AccuracyAuthorization)
+    /// The current report wrapped in a `POLL` reply: the client's pending POLLs are answered.
+    case pollReply(to: Int, AccuracyAuthorization)
+    /// `STATE`: the fix was lost (false) or is back (true).
+    case fixState(to: Int, fix: Bool)
+    /// `AUTHORIZATION`: the client's status changed (or it asked).
+    case authorization(to: Int, AuthorizationState)
+    /// The client lost its authorization while streaming or polling: an `ERROR` for `WATCH` with the reason
+    /// (its `AUTHORIZATION` goes before it, as its own delivery).
+    case watchEnded(to: Int, AuthorizationState)
+    /// An audit record to write (first delivery under a grant).
+    case audit(AuditEvent)
+}
+
+/// One audit record: who, what was asked, the outcome and why (docs/PROTOCOL.md "AUDIT").
+struct AuditEvent: Sendable {
+    /// "decision", "delivery", "grant" or "revoke".
+    var event: String
+    var identity: ClientIdentity
+    /// The display name the client declared, escaped; never a key.
+    var name: String?
+    var request: String?
+    var status: String?
+    var accuracy: String?
+    var reason: String
+}

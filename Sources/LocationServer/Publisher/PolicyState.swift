@@ -1,0 +1,50 @@
+import LocationPolicy
+
+/// The policy in force, as a value: the rules from the config, the grants in memory (the grant store
+/// writes a copy durably, off the fan-out path), and a generation that changes whenever either does, so
+/// that an authorization computed under another generation is known to be stale.
+struct PolicyState: Sendable {
+    private(set) var rules: PolicyRules
+    private(set) var grants: GrantSet
+    /// Root and members of this group may run agents and admin commands.
+    let adminGroup: String
+    private(set) var generation = 1
+    /// The persistent grants' expiry times (Unix seconds), sorted, for `generation`.
+    private var expiries: (generation: Int, times: [Double]) = (0, [])
+
+    init(rules: PolicyRules, grants: GrantSet, adminGroup: String) {
+        self.rules = rules
+        self.grants = grants
+        self.adminGroup = adminGroup
+    }
+
+    /// New rules (config reload).
+    mutating func replaceRules(_ new: PolicyRules) {
+        rules = new
+        generation += 1
+    }
+
+    /// Changes the grants in memory; the caller has them written.
+    mutating func changeGrants(_ change: (inout GrantSet) -> Void) {
+        change(&grants)
+        generation += 1
+    }
+
+    /// A client's authorization now (`Policy.state`).
+    func state(_ identity: ClientIdentity, _ session: SessionAuthorization, wall: Double) -> AuthorizationState {
+        Policy.state(identity, session: session, rules: rules, grants: grants, now: wall)
+    }
+
+    /// The first persistent-grant expiry after `wall` (Unix seconds), or infinity.
+    mutating func nextGrantExpiry(after wall: Double) -> Double {
+        if expiries.generation != generation {
+            expiries = (generation, grants.persistent.compactMap(\.expires).sorted())
+        }
+        return expiries.times.first { $0 > wall } ?? .infinity
+    }
+
+    /// Root and members of the admin group may run agents and admin commands.
+    func isAdmin(_ identity: ClientIdentity) -> Bool {
+        identity.uid == 0 || identity.groups.contains(adminGroup)
+    }
+}

@@ -1,0 +1,311 @@
+import LocationCore
+import LocationPolicy
+import LocationWire
+
+/// Decides, for every fix and every request, what each client gets — and nothing else: no sockets, no
+/// files, no clocks of its own (ARCHITECTURE.md "Data flow"). The fronts feed it requests and fixes and
+/// turn its `Delivery` values into bytes; one owner (`NativeFront`'s state) keeps it.
+///
+/// It holds the subscriptions (WATCH and pending POLLs with their filters), the policy in force and
+/// each client's cached authorization, the pacing of reduced accuracy, and the current report encoded
+/// once per accuracy.
+struct Publisher {
+    private(set) var subscribers: [Int: Subscriber] = [:]
+    private(set) var policy: PolicyState
+    private(set) var fudger: LocationFudger
+    private var pacing = ReducedPacing()
+    private var report = ReportCache()
+    /// The latest fix, with or without a position.
+    private(set) var latest: Fix?
+    private var nextPoll = 1
+    private var encoder = GPSDEncoder()
+
+    /// The most POLLs one connection may have waiting; one more gets an ERROR.
+    static let maximumPendingPolls = 16
+
+    init(policy: PolicyState, fudger: LocationFudger) {
+        self.policy = policy
+        self.fudger = fudger
+    }
+
+    // MARK: - Clients
+
+    /// A client connected (identity from the kernel).
+    mutating func connect(_ id: Int, identity: ClientIdentity) {
+        subscribers[id] = Subscriber(identity: identity)
+    }
+
+    /// A client went away: its one-time grant ends with it.
+    mutating func disconnect(_ id: Int) {
+        subscribers.removeValue(forKey: id)
+    }
+
+    /// Sets the display name a client declared (already escaped and capped).
+    mutating func setDisplayName(_ name: String, of id: Int) {
+        subscribers[id]?.displayName = name
+    }
+
+    /// Changes a client's one-time grant or temporary full accuracy.
+    mutating func changeSession(of id: Int, _ change: (inout SessionAuthorization) -> Void) {
+        guard var session = subscribers[id]?.session else { return }
+        change(&session)
+        subscribers[id]?.session = session
+    }
+
+    // MARK: - Policy
+
+    /// New rules (config reload), with a new fudger when the grid changed; clients whose state changed
+    /// are told, and those that lost their authorization stop streaming.
+    mutating func replaceRules(_ rules: PolicyRules, fudger newFudger: LocationFudger?, at wall: Double) -> [Delivery] {
+        if let newFudger { fudger = newFudger }
+        policy.replaceRules(rules)
+        return reevaluateAll(because: nil, at: wall)
+    }
+
+    /// Changes the grants in memory (the caller has them written durably).
+    mutating func changeGrants(_ change: (inout GrantSet) -> Void) {
+        policy.changeGrants(change)
+    }
+
+    /// A client's authorization now: computed by the policy once, then cached (`AuthorizationCache`).
+    mutating func authorization(of id: Int, at wall: Double) -> AuthorizationState {
+        guard let subscriber = subscribers[id] else {
+            return AuthorizationState(status: .notDetermined, accuracy: nil, reason: "not connected")
+        }
+        if subscriber.cache.holds(generation: policy.generation, wall: wall), let state = subscriber.cache.state { return state }
+        let state = policy.state(subscriber.identity, subscriber.session, wall: wall)
+        var until = policy.nextGrantExpiry(after: wall)
+        if let once = subscriber.session.once, once.expires > wall { until = min(until, once.expires) }
+        subscribers[id]?.cache = AuthorizationCache(state: state, accuracy: state.status.isAuthorized ? state.accuracy : nil,
+                                                    generation: policy.generation, until: until, auditPending: true)
+        return state
+    }
+
+    /// The accuracy a client may see now; nil when it may see nothing.
+    private mutating func authorizedAccuracy(of id: Int, at wall: Double) -> AccuracyAuthorization? {
+        if let cache = subscribers[id]?.cache, cache.holds(generation: policy.generation, wall: wall) { return cache.accuracy }
+        _ = authorization(of: id, at: wall)
+        return subscribers[id]?.cache.accuracy
+    }
+
+    /// An `AUTHORIZATION` delivery when the client's state differs from what it was last told (or `force`).
+    mutating func announce(_ id: Int, _ state: AuthorizationState, force: Bool = false) -> Delivery? {
+        guard let subscriber = subscribers[id], force || subscriber.announced != state else { return nil }
+        subscribers[id]?.announced = state
+        return .authorization(to: id, state)
+    }
+
+    /// After rules or grants changed: every client whose state changed is told; those that lost their
+    /// authorization stop streaming at once.
+    /// - Parameter because: the reason told to clients that lose their authorization (e.g. a revoke).
+    mutating func reevaluateAll(because: String?, at wall: Double) -> [Delivery] {
+        var out: [Delivery] = []
+        for id in subscribers.keys.sorted() { reevaluate(id, because: because, at: wall, into: &out) }
+        return out
+    }
+
+    /// One client's authorization looked at again (a one-time grant's lifetime ended, rules changed).
+    mutating func reevaluate(_ id: Int, because: String? = nil, at wall: Double, into out: inout [Delivery]) {
+        guard let subscriber = subscribers[id] else { return }
+        var state = authorization(of: id, at: wall)
+        if !state.status.isAuthorized {
+            if let because { state.reason = because }
+            if subscriber.wantsReports {
+                endStreaming(id, state, into: &out)
+                return
+            }
+        }
+        if subscriber.announced != nil, let delivery = announce(id, state) { out.append(delivery) }
+    }
+
+    /// A client that is no longer authorized stops streaming, its POLLs are dropped, and it is told.
+    private mutating func endStreaming(_ id: Int, _ state: AuthorizationState, into out: inout [Delivery]) {
+        subscribers[id]?.watching = false
+        subscribers[id]?.pendingPolls.removeAll()
+        if let delivery = announce(id, state) { out.append(delivery) }
+        out.append(.watchEnded(to: id, state))
+    }
+
+    // MARK: - Requests
+
+    /// WATCH with `enable` true, for a client already found authorized (`state`): starts streaming with
+    /// the filters given, and hands it the latest report at once (or tells it there is no fix).
+    mutating func startWatching(_ id: Int, minInterval: Duration, distanceFilter: Double, state: AuthorizationState,
+                                at now: Moment) -> [Delivery] {
+        guard let index = subscribers.index(forKey: id) else { return [] }
+        subscribers.values[index].watching = true
+        subscribers.values[index].filter = DeliveryFilter(minInterval: minInterval, distanceFilter: distanceFilter)
+        subscribers.values[index].toldFix = nil
+        var out: [Delivery] = []
+        guard let latest, latest.hasPosition else {
+            tellFix(index, false, into: &out)
+            return out
+        }
+        let accuracy = state.accuracy ?? .reduced
+        guard ensureReport(accuracy, wall: now.wall), paced(index, accuracy, now: now) else { return out }
+        stream(index, accuracy, at: now, into: &out)
+        return out
+    }
+
+    /// WATCH with `enable` false.
+    mutating func stopWatching(_ id: Int) {
+        subscribers[id]?.watching = false
+    }
+
+    /// POLL from an authorized client: it waits for the next fix. Returns the poll's id (for its
+    /// timeout), or nil when the client already has `maximumPendingPolls` waiting.
+    mutating func addPoll(_ id: Int) -> Int? {
+        guard let subscriber = subscribers[id], subscriber.pendingPolls.count < Self.maximumPendingPolls else { return nil }
+        let poll = nextPoll
+        nextPoll += 1
+        subscribers[id]?.pendingPolls.append(poll)
+        return poll
+    }
+
+    /// A POLL's timeout passed: true when it was still waiting (the client is told no fix came).
+    mutating func expirePoll(_ poll: Int, of id: Int) -> Bool {
+        guard let index = subscribers[id]?.pendingPolls.firstIndex(of: poll) else { return false }
+        subscribers[id]?.pendingPolls.remove(at: index)
+        return true
+    }
+
+    // MARK: - Fixes
+
+    /// The report the last `publish` (or `startWatching`) encoded at `accuracy`: a `TPV` line, or empty.
+    func reportBytes(_ accuracy: AccuracyAuthorization) -> [UInt8] {
+        accuracy == .full ? report.full : report.reduced
+    }
+
+    /// A fix from the receivers (a no-fix tells streaming clients the fix was lost): what each client gets.
+    ///
+    /// The per-client loop of the daemon (1000 clients × 10 Hz): the report is encoded once per accuracy,
+    /// and a client is reached by its index in the table (no hashing, and no copy of the table: an index
+    /// of a native dictionary does not hold its storage, so writing a value in place copies nothing).
+    mutating func publish(_ fix: Fix, at now: Moment, into out: inout [Delivery]) {
+        latest = fix
+        var index = subscribers.startIndex
+        guard fix.hasPosition else {
+            while index != subscribers.endIndex {
+                if subscribers.values[index].watching { tellFix(index, false, into: &out) }
+                subscribers.formIndex(after: &index)
+            }
+            return
+        }
+        report.next()
+        while index != subscribers.endIndex {
+            defer { subscribers.formIndex(after: &index) }
+            guard subscribers.values[index].wantsReports else { continue }
+            guard let accuracy = authorizedAccuracy(index, wall: now.wall) else {
+                endStreaming(subscribers.keys[index], authorization(of: subscribers.keys[index], at: now.wall), into: &out)
+                continue
+            }
+            guard ensureReport(accuracy, wall: now.wall), paced(index, accuracy, now: now) else { continue }
+            if !subscribers.values[index].pendingPolls.isEmpty {
+                subscribers.values[index].pendingPolls.removeAll()
+                out.append(.pollReply(to: subscribers.keys[index], accuracy))
+                noteDelivery(index, accuracy, at: now, into: &out)
+            }
+            if subscribers.values[index].watching { stream(index, accuracy, at: now, into: &out) }
+        }
+    }
+
+    /// The accuracy the client at `index` may see now (its cached authorization); nil when none.
+    private mutating func authorizedAccuracy(_ index: Dictionary<Int, Subscriber>.Index, wall: Double) -> AccuracyAuthorization? {
+        let cache = subscribers.values[index].cache
+        if cache.holds(generation: policy.generation, wall: wall) { return cache.accuracy }
+        _ = authorization(of: subscribers.keys[index], at: wall)
+        return subscribers.values[index].cache.accuracy
+    }
+
+    /// Whether reduced-accuracy pacing lets the current report go to the client at `index` (full: always).
+    private func paced(_ index: Dictionary<Int, Subscriber>.Index, _ accuracy: AccuracyAuthorization, now: Moment) -> Bool {
+        accuracy == .full
+            || pacing.allows(subscribers.values[index].pacingKey, report: report.serial, now: now.monotonic, interval: reducedInterval)
+    }
+
+    /// The current report to a streaming client, if its filters let it through.
+    private mutating func stream(_ index: Dictionary<Int, Subscriber>.Index, _ accuracy: AccuracyAuthorization, at now: Moment,
+                                 into out: inout [Delivery]) {
+        let position = accuracy == .full ? report.fullPosition : report.reducedPosition
+        guard subscribers.values[index].filter.admit(position, now: now.monotonic) else { return }
+        if subscribers.values[index].toldFix == false { tellFix(index, true, into: &out) }
+        subscribers.values[index].toldFix = true
+        out.append(.report(to: subscribers.keys[index], accuracy))
+        noteDelivery(index, accuracy, at: now, into: &out)
+    }
+
+    /// Paces reduced accuracy, and audits the first delivery under each authorization.
+    private mutating func noteDelivery(_ index: Dictionary<Int, Subscriber>.Index, _ accuracy: AccuracyAuthorization, at now: Moment,
+                                       into out: inout [Delivery]) {
+        if accuracy == .reduced {
+            pacing.record(subscribers.values[index].pacingKey, report: report.serial, now: now.monotonic, interval: reducedInterval)
+        }
+        guard subscribers.values[index].cache.auditPending else { return }
+        subscribers.values[index].cache.auditPending = false
+        let state = authorization(of: subscribers.keys[index], at: now.wall)
+        let subscriber = subscribers.values[index]
+        guard subscriber.auditedDelivery != state else { return }
+        subscribers.values[index].auditedDelivery = state
+        out.append(.audit(AuditEvent(event: "delivery", identity: subscriber.identity, name: subscriber.displayName, request: nil,
+                                     status: state.status.rawValue, accuracy: state.accuracy?.rawValue,
+                                     reason: "first location under this grant")))
+    }
+
+    /// STATE to the client at `index` when it differs from what it was last told.
+    private mutating func tellFix(_ index: Dictionary<Int, Subscriber>.Index, _ fix: Bool, into out: inout [Delivery]) {
+        guard subscribers.values[index].toldFix != fix else { return }
+        subscribers.values[index].toldFix = fix
+        out.append(.fixState(to: subscribers.keys[index], fix: fix))
+    }
+
+    /// Encodes the latest fix at `accuracy` unless it already is; false when there is nothing to send
+    /// (no fix with a position, or the fudger could not reduce it).
+    private mutating func ensureReport(_ accuracy: AccuracyAuthorization, wall: Double) -> Bool {
+        guard let latest, latest.hasPosition else { return false }
+        if accuracy == .full {
+            if report.full.isEmpty {
+                encoder.appendTPV(latest, accuracy: "full", to: &report.full)
+                report.fullPosition = Position(latest)
+            }
+            return true
+        }
+        if !report.reducedDone {
+            report.reducedDone = true
+            if let reduced = fudger.reduce(latest, at: wall) {
+                encoder.appendTPV(reduced, accuracy: "reduced", to: &report.reduced)
+                report.reducedPosition = Position(reduced)
+            }
+        }
+        return !report.reduced.isEmpty
+    }
+
+    private var reducedInterval: Duration { .seconds(policy.rules.defaults.reducedInterval) }
+}
+
+/// The current report, encoded at most once per accuracy.
+private struct ReportCache: Sendable {
+    /// Counts the fixes with a position published; pacing gives every connection of a client the same one.
+    var serial: UInt64 = 0
+    var full: [UInt8] = []
+    var reduced: [UInt8] = []
+    var reducedDone = false
+    var fullPosition: Position?
+    var reducedPosition: Position?
+
+    /// A new fix: nothing of it is encoded yet (the buffers keep their capacity).
+    mutating func next() {
+        serial &+= 1
+        full.removeAll(keepingCapacity: true)
+        reduced.removeAll(keepingCapacity: true)
+        reducedDone = false
+        fullPosition = nil
+        reducedPosition = nil
+    }
+}
+
+extension Position {
+    init?(_ fix: Fix) {
+        guard let latitude = fix.latitude, let longitude = fix.longitude else { return nil }
+        self.init(latitude: latitude, longitude: longitude)
+    }
+}
