@@ -1,0 +1,259 @@
+import FoundationEssentials
+import LocationCore
+import LocationPolicy
+import LocationWire
+import NMEA
+import Testing
+@testable import LocationServer
+
+/// The Publisher on its own: no sockets, no clock of its own — the fixes of the bundled Haicom capture
+/// (gpsd's regression suite) at 1 Hz of monotonic time, and clients made from identities.
+@Suite("Publisher")
+struct PublisherTests {
+    /// The capture's epochs in order, with and without a position (it starts without a fix).
+    static let fixes: [Fix] = {
+        guard let data = FileManager.default.contents(atPath: DaemonProcess.demoCapture) else { return [] }
+        var filter = CaptureFilter()
+        var bytes: [UInt8] = []
+        [UInt8](data).withUnsafeBufferPointer { filter.filter($0, into: &bytes) }
+        var decoder = NMEADecoder()
+        var out: [Fix] = []
+        decoder.decode(bytes) { out.append($0) }
+        return out
+    }()
+    static var positioned: [Fix] { fixes.filter(\.hasPosition) }
+
+    static let navit = ClientIdentity(pid: 100, uid: 1000, gid: 1000, user: "alice", executable: "/usr/bin/navit")
+    static let weather = ClientIdentity(pid: 200, uid: 1000, gid: 1000, user: "alice", executable: "/usr/bin/weather")
+    static let stranger = ClientIdentity(pid: 300, uid: 1001, gid: 1001, user: "mallory", executable: "/usr/bin/curl")
+
+    /// navit: always, full; weather: always, reduced; everyone else: ask.
+    static func rules(navitAccuracy: AccuracyAuthorization = .full) -> PolicyRules {
+        var defaults = PolicyDefaults()
+        defaults.access = .ask
+        defaults.reducedInterval = 900
+        return PolicyRules(defaults: defaults, clients: [
+            ClientRule(name: "navit", executable: "/usr/bin/navit", access: .always, accuracy: navitAccuracy),
+            ClientRule(name: "weather", executable: "/usr/bin/weather", access: .always, accuracy: .reduced),
+        ])
+    }
+
+    static func publisher(_ rules: PolicyRules = rules(), grants: GrantSet = GrantSet()) -> Publisher {
+        Publisher(policy: PolicyState(rules: rules, grants: grants, adminGroup: "locationd-admin"),
+                  fudger: LocationFudger(gridMeters: 2000, secret: Array(repeating: 7, count: 32), originHour: 0))
+    }
+
+    /// Second `i` of a run: monotonic from a fixed start, and the capture's day on the wall clock.
+    static let start = ContinuousClock.now
+    static func moment(_ seconds: Double) -> Moment {
+        Moment(monotonic: start + .seconds(seconds), wall: 1_175_990_000 + seconds)
+    }
+
+    /// Connects and starts watching a client the rules authorize.
+    static func watch(_ p: inout Publisher, _ id: Int, _ identity: ClientIdentity, minInterval: Duration = .zero,
+                      distanceFilter: Double = 0, at now: Moment) -> [Delivery] {
+        p.connect(id, identity: identity)
+        let state = p.authorization(of: id, at: now.wall)
+        return p.startWatching(id, minInterval: minInterval, distanceFilter: distanceFilter, state: state, at: now)
+    }
+
+    static func reports(_ deliveries: [Delivery]) -> [(id: Int, accuracy: AccuracyAuthorization)] {
+        deliveries.compactMap { if case let .report(id, accuracy) = $0 { return (id, accuracy) } else { return nil } }
+    }
+
+    @Test("the capture has fixes without and with a position")
+    func capture() {
+        #expect(Self.fixes.count > 60)
+        #expect(Self.fixes.first?.hasPosition == false)
+        #expect(Self.positioned.count > 40)
+    }
+
+    @Test("each client gets the fix at the accuracy its rule allows; reduced is fudged, paced, without speed or altitude")
+    func accuracyPerClient() throws {
+        var p = Self.publisher()
+        _ = Self.watch(&p, 1, Self.navit, at: Self.moment(0))
+        _ = Self.watch(&p, 2, Self.weather, at: Self.moment(0))
+        var out: [Delivery] = []
+        var full = 0, reduced = 0
+        for (i, fix) in Self.positioned.enumerated() {
+            out.removeAll()
+            p.publish(fix, at: Self.moment(Double(i + 1)), into: &out)
+            for r in Self.reports(out) {
+                if r.id == 1 { #expect(r.accuracy == .full); full += 1 }
+                if r.id == 2 { #expect(r.accuracy == .reduced); reduced += 1 }
+            }
+            if i == 0 {
+                // The capture's first position as gpsd decodes it (haicom-305N.log.chk: lat -27.210866667,
+                // lon 153.052328333), in full; moved and snapped when reduced.
+                let full = try JSONReader.read(p.reportBytes(.full))
+                let reduced = try JSONReader.read(p.reportBytes(.reduced))
+                let latitude = try #require(full["lat"]?.doubleValue)
+                #expect(abs(latitude - -27.210866667) < 1e-9)
+                #expect(abs((full["lon"]?.doubleValue ?? 0) - 153.052328333) < 1e-9)
+                #expect(full["accuracy"] == .string("full"))
+                #expect(reduced["accuracy"] == .string("reduced"))
+                #expect(reduced["speed"] == nil && reduced["altMSL"] == nil && reduced["track"] == nil)
+                let reducedLatitude = try #require(reduced["lat"]?.doubleValue)
+                #expect(abs(reducedLatitude - latitude) > 1e-6)
+                #expect(try #require(reduced["eph"]?.doubleValue) >= 2000)
+            }
+        }
+        // Full: every fix; reduced: one per reduced-interval (900 s) — the run is shorter, so the first only.
+        #expect(full == Self.positioned.count)
+        #expect(reduced == 1)
+    }
+
+    @Test("reduced pacing counts per user and program: a second connection gets the same report, not a new one")
+    func pacingPerProgram() {
+        var p = Self.publisher()
+        _ = Self.watch(&p, 1, Self.weather, at: Self.moment(0))
+        var out: [Delivery] = []
+        p.publish(Self.positioned[0], at: Self.moment(1), into: &out)
+        #expect(Self.reports(out).map(\.id) == [1])
+        // The same program connects again: the report it already had, and nothing newer until the
+        // interval has passed, on either connection.
+        out.removeAll()
+        #expect(Self.reports(Self.watch(&p, 2, Self.weather, at: Self.moment(2))).map(\.id) == [2])
+        p.publish(Self.positioned[1], at: Self.moment(3), into: &out)
+        #expect(Self.reports(out).isEmpty)
+        // …then one report to each connection, the same one.
+        out.removeAll()
+        p.publish(Self.positioned[2], at: Self.moment(901), into: &out)
+        #expect(Self.reports(out).map(\.id).sorted() == [1, 2])
+    }
+
+    @Test("minInterval lets through at most one report per interval", arguments: [0.0, 2.0, 5.0])
+    func minInterval(seconds: Double) {
+        var p = Self.publisher()
+        _ = Self.watch(&p, 1, Self.navit, minInterval: .seconds(seconds), at: Self.moment(0))
+        var times: [Double] = []
+        var out: [Delivery] = []
+        for (i, fix) in Self.positioned.enumerated() {
+            out.removeAll()
+            let t = Double(i + 1)
+            p.publish(fix, at: Self.moment(t), into: &out)
+            if !Self.reports(out).isEmpty { times.append(t) }
+        }
+        let n = Double(Self.positioned.count)
+        // 1 Hz: every ⌈interval⌉-th second (the first report at second 1).
+        #expect(Double(times.count) == (seconds == 0 ? n : (n / seconds).rounded(.up)))
+        for (a, b) in zip(times, times.dropFirst()) { #expect(b - a >= seconds) }
+    }
+
+    @Test("distanceFilter: each report is at least that far (m) from the last one delivered", arguments: [0.0, 1.0, 3.0])
+    func distanceFilter(meters: Double) throws {
+        var p = Self.publisher()
+        _ = Self.watch(&p, 1, Self.navit, distanceFilter: meters, at: Self.moment(0))
+        var delivered: [Fix] = []
+        var out: [Delivery] = []
+        for (i, fix) in Self.positioned.enumerated() {
+            out.removeAll()
+            p.publish(fix, at: Self.moment(Double(i + 1)), into: &out)
+            if let last = delivered.last, Self.reports(out).isEmpty {
+                // Held back: it was within the filter of the last delivered report.
+                #expect(Self.distance(last, fix) < meters)
+            } else if !Self.reports(out).isEmpty {
+                if let last = delivered.last { #expect(Self.distance(last, fix) >= meters) }
+                delivered.append(fix)
+            }
+        }
+        #expect(!delivered.isEmpty)
+        if meters == 0 { #expect(delivered.count == Self.positioned.count) } else { #expect(delivered.count < Self.positioned.count) }
+    }
+
+    static func distance(_ a: Fix, _ b: Fix) -> Double {
+        Geodesy.distance(latitude1: a.latitude ?? 0, longitude1: a.longitude ?? 0, latitude2: b.latitude ?? 0, longitude2: b.longitude ?? 0)
+    }
+
+    @Test("fix loss: STATE once when the fix goes, once when it is back, then the report")
+    func fixLoss() {
+        var p = Self.publisher()
+        let initial = Self.watch(&p, 1, Self.navit, at: Self.moment(0))
+        // Before any fix: told there is none.
+        #expect(initial.contains { if case .fixState(1, false) = $0 { true } else { false } })
+        var out: [Delivery] = []
+        p.publish(Self.positioned[0], at: Self.moment(1), into: &out)
+        #expect(out.contains { if case .fixState(1, true) = $0 { true } else { false } })
+        #expect(Self.reports(out).count == 1)
+        let lost = Self.fixes[0]
+        out.removeAll()
+        p.publish(lost, at: Self.moment(2), into: &out)
+        p.publish(lost, at: Self.moment(3), into: &out)
+        #expect(out.count == 1)
+        #expect(out.contains { if case .fixState(1, false) = $0 { true } else { false } })
+        out.removeAll()
+        p.publish(Self.positioned[1], at: Self.moment(4), into: &out)
+        #expect(out.contains { if case .fixState(1, true) = $0 { true } else { false } })
+        #expect(Self.reports(out).count == 1)
+    }
+
+    @Test("a revoked grant stops the stream mid-way: AUTHORIZATION, an ERROR for WATCH, and no report")
+    func revokeMidStream() {
+        let subject = GrantSubject.executable("/usr/bin/curl", user: "1001")
+        let grants = GrantSet(persistent: [PersistentGrant(subject: subject, allowed: true, accuracy: .full, created: 0,
+                                                           decidedBy: "agent root (uid 0)")])
+        var p = Self.publisher(grants: grants)
+        _ = Self.watch(&p, 1, Self.stranger, at: Self.moment(0))
+        _ = Self.watch(&p, 2, Self.navit, at: Self.moment(0))
+        var out: [Delivery] = []
+        p.publish(Self.positioned[0], at: Self.moment(1), into: &out)
+        #expect(Self.reports(out).map(\.id).sorted() == [1, 2])
+        p.changeGrants { $0.persistent.removeAll { $0.subject == subject } }
+        out.removeAll()
+        p.publish(Self.positioned[1], at: Self.moment(2), into: &out)
+        #expect(Self.reports(out).map(\.id) == [2])
+        #expect(out.contains { if case .authorization(1, let s) = $0 { s.status == .notDetermined } else { false } })
+        #expect(out.contains { if case .watchEnded(1, _) = $0 { true } else { false } })
+        // And it stays ended.
+        out.removeAll()
+        p.publish(Self.positioned[2], at: Self.moment(3), into: &out)
+        #expect(Self.reports(out).map(\.id) == [2])
+        #expect(!out.contains { if case .watchEnded = $0 { true } else { false } })
+    }
+
+    @Test("new rules lower a client's accuracy for the next fix", arguments: [AccuracyAuthorization.full, .reduced])
+    func accuracyChange(to accuracy: AccuracyAuthorization) {
+        var p = Self.publisher()
+        _ = Self.watch(&p, 1, Self.navit, at: Self.moment(0))
+        var out: [Delivery] = []
+        p.publish(Self.positioned[0], at: Self.moment(1), into: &out)
+        #expect(Self.reports(out).map(\.accuracy) == [.full])
+        let told = p.replaceRules(Self.rules(navitAccuracy: accuracy), fudger: nil, at: Self.moment(2).wall)
+        #expect(told.isEmpty)  // it never asked, so it is not told; its reports say the accuracy
+        out.removeAll()
+        p.publish(Self.positioned[1], at: Self.moment(3), into: &out)
+        #expect(Self.reports(out).map(\.accuracy) == [accuracy])
+    }
+
+    @Test("POLL: answered by the next fix; at most 16 waiting per connection; a timed-out one is gone")
+    func polls() throws {
+        var p = Self.publisher()
+        p.connect(1, identity: Self.navit)
+        var ids: [Int] = []
+        for _ in 0..<Publisher.maximumPendingPolls {
+            let poll = p.addPoll(1)
+            ids.append(try #require(poll))
+        }
+        let oneMore = p.addPoll(1)
+        #expect(oneMore == nil)
+        let expired = p.expirePoll(ids[0], of: 1), again = p.expirePoll(ids[0], of: 1)
+        #expect(expired && !again)
+        var out: [Delivery] = []
+        p.publish(Self.positioned[0], at: Self.moment(1), into: &out)
+        #expect(out.filter { if case .pollReply(1, .full) = $0 { true } else { false } }.count == 1)
+        let answered = p.expirePoll(ids[1], of: 1)
+        #expect(!answered)
+    }
+
+    @Test("the first delivery under a grant is audited once")
+    func firstDeliveryAudit() {
+        var p = Self.publisher()
+        _ = Self.watch(&p, 1, Self.navit, at: Self.moment(0))
+        var out: [Delivery] = []
+        for (i, fix) in Self.positioned.prefix(5).enumerated() { p.publish(fix, at: Self.moment(Double(i + 1)), into: &out) }
+        let audits = out.compactMap { if case .audit(let e) = $0 { e } else { nil } }
+        #expect(audits.map(\.event) == ["delivery"])
+        #expect(audits.first?.identity.executable == "/usr/bin/navit")
+        #expect(audits.first?.status == "authorizedPersistent")
+    }
+}
