@@ -6,8 +6,9 @@
 /// client crosses a grid line of the reduced position (`LocationFudger`). Pure value: the caller keeps
 /// the clock.
 public struct ReducedPacing: Sendable {
-    /// Whom pacing counts for: the kernel-verified uid and the program's executable (or unit when the
-    /// executable is unknown).
+    /// Whom pacing counts for: the kernel-verified uid and the program's executable — never the systemd
+    /// unit, which a user names freely (`systemd-run --user --scope` makes a new one each time), nor the
+    /// connection. All of a user's programs whose executable is unknown share one key.
     public struct Key: Hashable, Sendable {
         public var uid: UInt32
         public var program: String
@@ -19,7 +20,7 @@ public struct ReducedPacing: Sendable {
 
         /// The key of a client identity.
         public init(_ identity: ClientIdentity) {
-            self.init(uid: identity.uid, program: identity.executable ?? identity.unit ?? "-")
+            self.init(uid: identity.uid, program: identity.executable ?? "-")
         }
     }
 
@@ -37,6 +38,12 @@ public struct ReducedPacing: Sendable {
     public func allows(_ key: Key, report: UInt64, now: ContinuousClock.Instant, interval: Duration) -> Bool {
         guard let entry = last[key] else { return true }
         return entry.report == report || now - entry.at >= interval
+    }
+
+    /// Whether `key`'s next report is due at `now`: none yet, or `interval` since its last.
+    public func isDue(_ key: Key, now: ContinuousClock.Instant, interval: Duration) -> Bool {
+        guard let entry = last[key] else { return true }
+        return now - entry.at >= interval
     }
 
     /// Records that report number `report` went to `key` at `now` (a second connection getting the same

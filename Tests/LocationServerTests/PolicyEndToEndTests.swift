@@ -227,11 +227,17 @@ struct PolicyEndToEndTests {
         let stranger = try Self.asNobody(daemon.socketPath, lines: [#"{"class":"STATUS"}"#], seconds: 0.5)
         #expect(stranger.contains(#""class":"STATUS""#) && stranger.contains(#""sentences":"#), "\(stranger)")
         #expect(!stranger.contains(#""mode""#) && !stranger.contains(#""fixes""#) && !stranger.contains("lastFixTime"), "\(stranger)")
-        // daemon (uid 1) has reduced accuracy: a 2D mode, no fix count or time.
+        // daemon (uid 1) has reduced accuracy: no fix count or time, and the mode only as its paced
+        // reports told it — none before its first report (issue 12: STATUS must not tell a reduced
+        // client of fix loss sooner than its reports would), 2D after it.
         let directory = String(daemon.socketPath[..<daemon.socketPath.lastIndex(of: "/")!])
+        let before = try Self.run(["setpriv", "--reuid=1", "--regid=1", "--clear-groups", "/usr/bin/python3", "-c", Self.pythonClient,
+                                   daemon.socketPath, "0.5", #"{"class":"STATUS"}"#], in: directory).stdout
+        #expect(before.contains(#""class":"STATUS""#) && !before.contains(#""mode""#), "\(before)")
         let reduced = try Self.run(["setpriv", "--reuid=1", "--regid=1", "--clear-groups", "/usr/bin/python3", "-c", Self.pythonClient,
-                                    daemon.socketPath, "0.5", #"{"class":"STATUS"}"#], in: directory).stdout
-        #expect((reduced.contains(#""mode":2"#) || reduced.contains(#""mode":1"#)) && !reduced.contains(#""mode":3"#), "\(reduced)")
+                                    daemon.socketPath, "1", #"{"class":"WATCH"}"#, "wait:TPV", #"{"class":"STATUS"}"#], in: directory).stdout
+        let status = reduced.split(separator: "\n").first { $0.contains(#""class":"STATUS""#) } ?? ""
+        #expect(status.contains(#""mode":2"#), "\(reduced)")
         #expect(!reduced.contains(#""fixes""#) && !reduced.contains("lastFixTime"), "\(reduced)")
     }
 

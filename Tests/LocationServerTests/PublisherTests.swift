@@ -28,10 +28,10 @@ struct PublisherTests {
     static let stranger = ClientIdentity(pid: 300, uid: 1001, gid: 1001, user: "mallory", executable: "/usr/bin/curl")
 
     /// navit: always, full; weather: always, reduced; everyone else: ask.
-    static func rules(navitAccuracy: AccuracyAuthorization = .full) -> PolicyRules {
+    static func rules(navitAccuracy: AccuracyAuthorization = .full, reducedInterval: Double = 900) -> PolicyRules {
         var defaults = PolicyDefaults()
         defaults.access = .ask
-        defaults.reducedInterval = 900
+        defaults.reducedInterval = reducedInterval
         return PolicyRules(defaults: defaults, clients: [
             ClientRule(name: "navit", executable: "/usr/bin/navit", access: .always, accuracy: navitAccuracy),
             ClientRule(name: "weather", executable: "/usr/bin/weather", access: .always, accuracy: .reduced),
@@ -255,5 +255,94 @@ struct PublisherTests {
         #expect(audits.map(\.event) == ["delivery"])
         #expect(audits.first?.identity.executable == "/usr/bin/navit")
         #expect(audits.first?.status == "authorizedPersistent")
+    }
+
+    // MARK: - Issue 12: what a reduced client can learn from timing
+
+    @Test("reduced reports go out on the pacing cadence whatever the client's filters", arguments: [0.0, 1.0, 1e6])
+    func reducedCadenceIgnoresFilters(distanceFilter: Double) {
+        var p = Self.publisher(Self.rules(reducedInterval: 10))
+        _ = Self.watch(&p, 1, Self.weather, minInterval: .seconds(3), distanceFilter: distanceFilter, at: Self.moment(0))
+        var times: [Int] = []
+        var out: [Delivery] = []
+        for (i, fix) in Self.positioned.enumerated() {
+            out.removeAll()
+            p.publish(fix, at: Self.moment(Double(i + 1)), into: &out)
+            if !Self.reports(out).isEmpty { times.append(i + 1) }
+        }
+        // Every 10 s from the first fix, and nothing in between, for every filter.
+        #expect(times == Array(stride(from: 1, through: Self.positioned.count, by: 10)))
+    }
+
+    @Test("a reduced client is told of fix loss only when its next report is due; a full one at once")
+    func reducedFixLossIsPaced() {
+        var p = Self.publisher(Self.rules(reducedInterval: 10))
+        _ = Self.watch(&p, 1, Self.weather, at: Self.moment(0))
+        _ = Self.watch(&p, 2, Self.navit, at: Self.moment(0))
+        var out: [Delivery] = []
+        p.publish(Self.positioned[0], at: Self.moment(1), into: &out)
+        #expect(Self.reports(out).map(\.id).sorted() == [1, 2])
+        let lost = Self.fixes[0]
+        var told: [Int: Int] = [:]
+        for t in 2...12 {
+            out.removeAll()
+            p.publish(lost, at: Self.moment(Double(t)), into: &out)
+            for case let .fixState(id, false) in out { told[id] = t }
+        }
+        #expect(told[2] == 2)
+        #expect(told[1] == 11)  // its report after the one at second 1 was due at second 11
+        // STATUS shows the reduced client only what it was told.
+        #expect(p.modeShown(to: 1, accuracy: .reduced) == .noFix)
+    }
+
+    @Test("a reduced client's STATUS mode follows its paced messages, not the receiver")
+    func reducedStatusMode() {
+        var p = Self.publisher(Self.rules(reducedInterval: 10))
+        p.connect(1, identity: Self.weather)
+        #expect(p.modeShown(to: 1, accuracy: .reduced) == nil)
+        _ = Self.watch(&p, 2, Self.weather, at: Self.moment(0))
+        var out: [Delivery] = []
+        p.publish(Self.positioned[0], at: Self.moment(1), into: &out)
+        #expect(p.modeShown(to: 2, accuracy: .reduced) == .twoDimensional)
+        p.publish(Self.fixes[0], at: Self.moment(2), into: &out)
+        #expect(p.modeShown(to: 2, accuracy: .reduced) == .twoDimensional)  // not due yet: not told
+        #expect(p.modeShown(to: 2, accuracy: .full) == .noFix)
+    }
+
+    @Test("pending POLLs are bounded per user across connections")
+    func pollsPerUser() {
+        var p = Self.publisher()
+        var accepted = 0
+        for id in 1...5 {
+            p.connect(id, identity: Self.navit)
+            for _ in 0..<Publisher.maximumPendingPolls where p.addPoll(id) != nil { accepted += 1 }
+        }
+        #expect(accepted == Publisher.maximumPendingPollsPerUser)
+        // Another user is not affected.
+        p.connect(9, identity: Self.stranger)
+        let other = p.addPoll(9)
+        #expect(other != nil)
+        // A disconnect gives the user's share back.
+        p.disconnect(1)
+        let again = p.addPoll(5)
+        #expect(again != nil)
+    }
+
+    @Test("pacing is keyed on user and executable: a fresh systemd unit gets no fresh report")
+    func pacingIgnoresUnit() {
+        var p = Self.publisher(Self.rules(reducedInterval: 900))
+        var first = Self.weather
+        first.unit = "run-u1.scope"
+        var second = Self.weather
+        second.unit = "run-u2.scope"
+        #expect(ReducedPacing.Key(first) == ReducedPacing.Key(second))
+        _ = Self.watch(&p, 1, first, at: Self.moment(0))
+        var out: [Delivery] = []
+        p.publish(Self.positioned[0], at: Self.moment(1), into: &out)
+        p.disconnect(1)
+        out.removeAll()
+        _ = Self.watch(&p, 2, second, at: Self.moment(2))
+        p.publish(Self.positioned[1], at: Self.moment(3), into: &out)
+        #expect(Self.reports(out).isEmpty)
     }
 }

@@ -40,15 +40,16 @@ extension ServerState {
         }
     }
 
-    /// STATUS: the fix's mode and timing are location data, so a client sees them as precisely as it may
-    /// see the location (reduced: a 2D position, no fix times); an admin sees them all.
+    /// STATUS: the fix's mode and timing are location data, so a client sees them as precisely and as
+    /// late as it may see the location (reduced: 2D or none, as its paced messages said; no fix times);
+    /// an admin sees them all.
     private mutating func status(_ id: Int, at now: Moment) {
         guard let identity = connections[id]?.identity else { return }
-        let mode = publisher.latest?.mode ?? .noFix
         let state = publisher.authorization(of: id, at: now.wall)
         let accuracy: AccuracyAuthorization? = publisher.policy.isAdmin(identity) ? .full
             : (state.status.isAuthorized ? state.accuracy : nil)
-        send(id, ServerMessage.status(mode: accuracy.map { $0 == .full ? mode : min(mode, .twoDimensional) },
+        let mode = accuracy.flatMap { publisher.modeShown(to: id, accuracy: $0) }
+        send(id, ServerMessage.status(mode: mode,
                                       clients: connections.count, receivers: context.receivers.receiverReports(),
                                       fixDetails: accuracy == .full))
     }

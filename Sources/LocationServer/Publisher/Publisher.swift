@@ -20,8 +20,13 @@ struct Publisher {
     private var nextPoll = 1
     private var encoder = GPSDEncoder()
 
+    /// POLLs waiting per user (uid), across its connections.
+    private var pollsPerUser: [UInt32: Int] = [:]
+
     /// The most POLLs one connection may have waiting; one more gets an ERROR.
     static let maximumPendingPolls = 16
+    /// The most POLLs one user may have waiting across its connections.
+    static let maximumPendingPollsPerUser = 64
 
     init(policy: PolicyState, fudger: LocationFudger) {
         self.policy = policy
@@ -37,7 +42,9 @@ struct Publisher {
 
     /// A client went away: its one-time grant ends with it.
     mutating func disconnect(_ id: Int) {
-        subscribers.removeValue(forKey: id)
+        guard let index = subscribers.index(forKey: id) else { return }
+        dropPolls(index)
+        subscribers.remove(at: index)
     }
 
     /// Sets the display name a client declared (already escaped and capped).
@@ -120,8 +127,9 @@ struct Publisher {
 
     /// A client that is no longer authorized stops streaming, its POLLs are dropped, and it is told.
     private mutating func endStreaming(_ id: Int, _ state: AuthorizationState, into out: inout [Delivery]) {
-        subscribers[id]?.watching = false
-        subscribers[id]?.pendingPolls.removeAll()
+        guard let index = subscribers.index(forKey: id) else { return }
+        subscribers.values[index].watching = false
+        dropPolls(index)
         if let delivery = announce(id, state) { out.append(delivery) }
         out.append(.watchEnded(to: id, state))
     }
@@ -138,7 +146,7 @@ struct Publisher {
         subscribers.values[index].toldFix = nil
         var out: [Delivery] = []
         guard let latest, latest.hasPosition else {
-            tellFix(index, false, into: &out)
+            tellFixLost(index, at: now, into: &out)
             return out
         }
         let accuracy = state.accuracy ?? .reduced
@@ -153,20 +161,37 @@ struct Publisher {
     }
 
     /// POLL from an authorized client: it waits for the next fix. Returns the poll's id (for its
-    /// timeout), or nil when the client already has `maximumPendingPolls` waiting.
+    /// timeout), or nil when the connection already has `maximumPendingPolls` waiting, or its user
+    /// `maximumPendingPollsPerUser`.
     mutating func addPoll(_ id: Int) -> Int? {
-        guard let subscriber = subscribers[id], subscriber.pendingPolls.count < Self.maximumPendingPolls else { return nil }
+        guard let subscriber = subscribers[id], subscriber.pendingPolls.count < Self.maximumPendingPolls,
+              pollsPerUser[subscriber.identity.uid, default: 0] < Self.maximumPendingPollsPerUser else { return nil }
         let poll = nextPoll
         nextPoll += 1
         subscribers[id]?.pendingPolls.append(poll)
+        pollsPerUser[subscriber.identity.uid, default: 0] += 1
         return poll
     }
 
     /// A POLL's timeout passed: true when it was still waiting (the client is told no fix came).
     mutating func expirePoll(_ poll: Int, of id: Int) -> Bool {
-        guard let index = subscribers[id]?.pendingPolls.firstIndex(of: poll) else { return false }
+        guard let subscriber = subscribers[id], let index = subscriber.pendingPolls.firstIndex(of: poll) else { return false }
         subscribers[id]?.pendingPolls.remove(at: index)
+        countPolls(-1, of: subscriber.identity.uid)
         return true
+    }
+
+    /// Drops every POLL the client at `index` has waiting.
+    private mutating func dropPolls(_ index: Dictionary<Int, Subscriber>.Index) {
+        let count = subscribers.values[index].pendingPolls.count
+        guard count > 0 else { return }
+        subscribers.values[index].pendingPolls.removeAll()
+        countPolls(-count, of: subscribers.values[index].identity.uid)
+    }
+
+    private mutating func countPolls(_ change: Int, of uid: UInt32) {
+        let count = pollsPerUser[uid, default: 0] + change
+        pollsPerUser[uid] = count > 0 ? count : nil
     }
 
     // MARK: - Fixes
@@ -186,7 +211,7 @@ struct Publisher {
         var index = subscribers.startIndex
         guard fix.hasPosition else {
             while index != subscribers.endIndex {
-                if subscribers.values[index].watching { tellFix(index, false, into: &out) }
+                if subscribers.values[index].watching { tellFixLost(index, at: now, into: &out) }
                 subscribers.formIndex(after: &index)
             }
             return
@@ -201,7 +226,7 @@ struct Publisher {
             }
             guard ensureReport(accuracy, wall: now.wall), paced(index, accuracy, now: now) else { continue }
             if !subscribers.values[index].pendingPolls.isEmpty {
-                subscribers.values[index].pendingPolls.removeAll()
+                dropPolls(index)
                 out.append(.pollReply(to: subscribers.keys[index], accuracy))
                 noteDelivery(index, accuracy, at: now, into: &out)
             }
@@ -223,11 +248,14 @@ struct Publisher {
             || pacing.allows(subscribers.values[index].pacingKey, report: report.serial, now: now.monotonic, interval: reducedInterval)
     }
 
-    /// The current report to a streaming client, if its filters let it through.
+    /// The current report to a streaming client, if its filters let it through. Reduced reports go out
+    /// on the pacing cadence alone: a filter would hold a report back until the reduced position moved,
+    /// and its time would then tell when the true position crossed a grid line.
     private mutating func stream(_ index: Dictionary<Int, Subscriber>.Index, _ accuracy: AccuracyAuthorization, at now: Moment,
                                  into out: inout [Delivery]) {
-        let position = accuracy == .full ? report.fullPosition : report.reducedPosition
-        guard subscribers.values[index].filter.admit(position, now: now.monotonic) else { return }
+        if accuracy == .full {
+            guard subscribers.values[index].filter.admit(report.fullPosition, now: now.monotonic) else { return }
+        }
         if subscribers.values[index].toldFix == false { tellFix(index, true, into: &out) }
         subscribers.values[index].toldFix = true
         out.append(.report(to: subscribers.keys[index], accuracy))
@@ -249,6 +277,25 @@ struct Publisher {
         out.append(.audit(AuditEvent(event: "delivery", identity: subscriber.identity, name: subscriber.displayName, request: nil,
                                      status: state.status.rawValue, accuracy: state.accuracy?.rawValue,
                                      reason: "first location under this grant")))
+    }
+
+    /// The fix was lost: a full-accuracy client is told at once; a reduced one only once its next report
+    /// is due — the moment a missing report would tell it as much — so that it learns nothing sooner than
+    /// its paced reports would.
+    private mutating func tellFixLost(_ index: Dictionary<Int, Subscriber>.Index, at now: Moment, into out: inout [Delivery]) {
+        guard subscribers.values[index].toldFix != false else { return }
+        if authorizedAccuracy(index, wall: now.wall) == .reduced,
+           !pacing.isDue(subscribers.values[index].pacingKey, now: now.monotonic, interval: reducedInterval) {
+            return
+        }
+        tellFix(index, false, into: &out)
+    }
+
+    /// What a client may know of the fix's mode (STATUS): all of it at full accuracy; at reduced, what its
+    /// paced messages told it — 2D with a fix, none without, nothing before any.
+    mutating func modeShown(to id: Int, accuracy: AccuracyAuthorization) -> FixMode? {
+        guard accuracy == .reduced else { return latest?.mode ?? .noFix }
+        return subscribers[id]?.toldFix.map { $0 ? .twoDimensional : .noFix }
     }
 
     /// STATE to the client at `index` when it differs from what it was last told.
