@@ -94,10 +94,32 @@ public final class Daemon: @unchecked Sendable {
         receivers = ReceiverSet(configuration.receivers.map(makeReceiver))
         var limits = ServerLimits()
         limits.maxClients = configuration.maxClients
+        limits.maxClientsPerUser = configuration.maxClientsPerUser
+        Self.checkDescriptorLimit(maxClients: configuration.maxClients, log: log)
         limits.clientTimeout = .seconds(configuration.clientTimeout)
         let store = PolicyStore(stateDirectory: configuration.stateDirectory, log: log)
         server = NativeFront(listener: listener, limits: limits, rules: configuration.rules, adminGroup: configuration.adminGroup,
                              store: store, receivers: ReceiverSetReports(set: receivers), log: log, release: locationdRelease)
+    }
+
+    /// Descriptors the daemon needs besides its clients' (receivers, the store, the log, identity reads).
+    static let descriptorsBesidesClients: rlim_t = 64
+
+    /// Raises the soft limit on open files to what `max-clients` needs, up to the hard limit; says so when
+    /// even that is too low (the unit's `LimitNOFILE=` should fit `max-clients`). At the limit, accepting
+    /// backs off (`NativeFront`) instead of spinning.
+    static func checkDescriptorLimit(maxClients: Int, log: Log) {
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return }
+        let needed = rlim_t(maxClients) + descriptorsBesidesClients
+        guard limit.rlim_cur < needed else { return }
+        var raised = limit
+        raised.rlim_cur = min(needed, limit.rlim_max)
+        if setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &raised) == 0 { limit = raised }
+        if limit.rlim_cur < needed {
+            log.warning("the open-file limit is below what max-clients needs; clients beyond it wait until others leave",
+                        ["limit.nofile": String(limit.rlim_cur), "max-clients": String(maxClients), "needed": String(needed)])
+        }
     }
 
     static func makeDirectory(_ path: String, mode: mode_t) throws {
@@ -225,6 +247,10 @@ extension Daemon {
         if new.socketPath != old.socketPath { needRestart.append("socket"); new.socketPath = old.socketPath }
         if new.stateDirectory != old.stateDirectory { needRestart.append("state-directory"); new.stateDirectory = old.stateDirectory }
         if new.maxClients != old.maxClients { needRestart.append("max-clients"); new.maxClients = old.maxClients }
+        if new.maxClientsPerUser != old.maxClientsPerUser {
+            needRestart.append("max-clients-per-user")
+            new.maxClientsPerUser = old.maxClientsPerUser
+        }
         if new.clientTimeout != old.clientTimeout { needRestart.append("client-timeout"); new.clientTimeout = old.clientTimeout }
         if !needRestart.isEmpty {
             log.warning("changed settings apply at the next restart", ["config.keys": needRestart.joined(separator: ",")])

@@ -42,6 +42,8 @@ public struct DaemonConfiguration: Sendable {
     public var logLevel = LogLevel.info
     /// Most clients connected at once; the next gets an ERROR and is closed.
     public var maxClients = 1024
+    /// Most clients one user (uid) may have connected at once; root and the admin group are not counted.
+    public var maxClientsPerUser = 64
     /// Seconds a client may leave queued messages unread before it is disconnected.
     public var clientTimeout = 30.0
     public var receivers: [ReceiverConfiguration] = []
@@ -53,7 +55,8 @@ public struct DaemonConfiguration: Sendable {
 
     public init() {}
 
-    static let daemonKeys: Set<String> = ["socket", "state-directory", "admin-group", "log-level", "max-clients", "client-timeout"]
+    static let daemonKeys: Set<String> = ["socket", "state-directory", "admin-group", "log-level", "max-clients", "max-clients-per-user",
+                                             "client-timeout"]
     static let policyKeys: Set<String> = ["access", "accuracy", "once-lifetime", "ask-timeout", "reduced-grid", "reduced-interval"]
     static let clientKeys: Set<String> = ["executable", "user", "group", "unit", "access", "accuracy"]
 
@@ -100,6 +103,9 @@ public struct DaemonConfiguration: Sendable {
                     case "max-clients":
                         guard let n = Int(e.value), n >= 1, n <= 65536 else { throw fail(e, "'\(e.value)' is not a number from 1 to 65536") }
                         maxClients = n
+                    case "max-clients-per-user":
+                        guard let n = Int(e.value), n >= 1, n <= 65536 else { throw fail(e, "'\(e.value)' is not a number from 1 to 65536") }
+                        maxClientsPerUser = n
                     case "client-timeout":
                         guard let s = ReceiverConfiguration.seconds(e.value), s > 0 else { throw fail(e, "'\(e.value)' is not a duration (e.g. 30s)") }
                         clientTimeout = s

@@ -5,7 +5,7 @@ extension DaemonConfiguration {
     public var effectiveDescription: String {
         var s = "[daemon]\n"
         s += "socket = \(socketPath)\nstate-directory = \(stateDirectory)\nadmin-group = \(adminGroup)\n"
-        s += "log-level = \(logLevel.name)\nmax-clients = \(maxClients)\nclient-timeout = \(clientTimeout)s\n"
+        s += "log-level = \(logLevel.name)\nmax-clients = \(maxClients)\nmax-clients-per-user = \(maxClientsPerUser)\nclient-timeout = \(clientTimeout)s\n"
         for r in receivers {
             s += "\n[receiver \(r.name)]\n"
             switch r.source {

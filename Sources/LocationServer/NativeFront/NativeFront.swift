@@ -7,8 +7,11 @@ import Synchronization
 
 /// Limits of the native front (docs/PROTOCOL.md "Errors").
 public struct ServerLimits: Sendable {
-    /// Most clients at once; the next gets an ERROR and is closed.
+    /// Most clients at once; the next gets an ERROR and is closed. The last `reservedClients` of them
+    /// are kept for root and the admin group (agents, `locationctl status`).
     public var maxClients = 1024
+    /// Most clients one user may have at once (root and the admin group are not counted).
+    public var maxClientsPerUser = 64
     /// How long a client may leave queued messages unread before it is disconnected.
     public var clientTimeout: Duration = .seconds(30)
     /// Bad requests tolerated per connection; one more and it is closed.
@@ -20,6 +23,9 @@ public struct ServerLimits: Sendable {
     public var maxQueuedBytes = 1 << 20
 
     public init() {}
+
+    /// Connections only root and the admin group may use: an eighth of `maxClients`, 1 to 16.
+    public var reservedClients: Int { max(1, min(16, maxClients / 8)) }
 }
 
 /// What the server needs to know about the receivers for STATUS and STATE messages: a snapshot, never
@@ -71,7 +77,7 @@ public final class NativeFront: Sendable {
         state.withLock { s in
             let source = DispatchSource.makeReadSource(fileDescriptor: listener.fileDescriptor, queue: queue)
             source.setEventHandler { [weak self] in self?.acceptAll() }
-            s.acceptSource = source
+            s.accepting.source = source
             source.resume()
         }
     }
@@ -160,11 +166,15 @@ public final class NativeFront: Sendable {
         while true {
             switch listener.accept() {
             case .success(let fd):
+                withState { $0.acceptSucceeded() }
                 identityQueue.async { [weak self] in self?.identify(fd) }
             case .failure(.wouldBlock):
                 return
             case .failure(let e):
-                log.warning("accept failed", ["errno": e.description])
+                // Out of descriptors or memory: the pending connection stays in the backlog, and the
+                // listening socket stays readable — back off instead of spinning on it.
+                let now = Moment.now()
+                withState { $0.acceptFailed(e, at: now.monotonic) }
                 return
             }
         }

@@ -37,6 +37,8 @@ enum ServerEvent: Sendable {
     case onceExpiry(client: Int)
     /// The stuck-reader sweep.
     case sweep
+    /// The accept back-off is over.
+    case resumeAccepting
     /// The grant store was written (nil) or not (the error); `admin` waits for the reply to `request`.
     case grantsSaved(admin: Int?, request: String, error: Errno?)
     case auditRead(admin: Int, lines: [String])
@@ -56,8 +58,10 @@ struct ServerState {
     var effects: [Effect] = []
     private var nextID = 1
     private(set) var stopped = false
-    /// Watches the listening socket; cancelled when the server stops.
-    var acceptSource: (any DispatchSourceRead)?
+    /// The listening socket's source and its back-off.
+    var accepting = AcceptThrottle()
+    /// Connections per user, for `maxClientsPerUser`.
+    private var connectionsPerUser: [UInt32: Int] = [:]
     private var sweeping = false
     private var readBuffer = [UInt8](repeating: 0, count: 65536)
     /// The fan-out's deliveries, kept to reuse their storage.
@@ -78,14 +82,14 @@ struct ServerState {
         let id = nextID
         nextID += 1
         var connection = Connection(fd: fd, identity: identity, now: now.monotonic)
-        guard !stopped, connections.count < limits.maxClients else {
-            let why = stopped ? "locationd is stopping" : "too many clients (\(limits.maxClients))"
+        if let why = refusal(of: identity) {
             _ = try? connection.output.send(ServerMessage.error(request: "?", message: why), isLocation: false, on: fd)
             connection.closeSocket()
-            context.log.warning("client refused: \(stopped ? "stopping" : "too many clients")", connection.context(id))
+            context.log.warning("client refused", connection.context(id, reason: why))
             return nil
         }
         connections[id] = connection
+        connectionsPerUser[identity.uid, default: 0] += 1
         publisher.connect(id, identity: identity)
         context.log.info("client connected", connection.context(id))
         effects.append(.watchReadable(id))
@@ -94,9 +98,42 @@ struct ServerState {
         return id
     }
 
+    /// Why a new client cannot be admitted, or nil: one user may hold `maxClientsPerUser` connections, and
+    /// the last `reservedClients` are kept for root and the admin group, so that no user can lock the
+    /// agents and the administrator out.
+    private func refusal(of identity: ClientIdentity) -> String? {
+        if stopped { return "locationd is stopping" }
+        if connections.count >= limits.maxClients { return "too many clients (\(limits.maxClients))" }
+        if publisher.policy.isAdmin(identity) { return nil }
+        if connections.count >= limits.maxClients - limits.reservedClients {
+            return "too many clients (\(limits.maxClients), of which \(limits.reservedClients) are kept for administrators)"
+        }
+        if connectionsPerUser[identity.uid, default: 0] >= limits.maxClientsPerUser {
+            return "too many clients of uid \(identity.uid) (\(limits.maxClientsPerUser))"
+        }
+        return nil
+    }
+
+    /// accept(2) failed: accepting pauses for a back-off, and the failure is logged at a bounded rate.
+    mutating func acceptFailed(_ error: Errno, at now: ContinuousClock.Instant) {
+        let (resumeAfter, failures) = accepting.failed(at: now)
+        if let failures {
+            context.log.warning("accept failed; backing off", ["errno": error.description, "failures": String(failures),
+                                                                "clients": String(connections.count)])
+        }
+        if let resumeAfter { effects.append(.schedule(.resumeAccepting, after: resumeAfter)) }
+    }
+
+    /// A connection was accepted.
+    mutating func acceptSucceeded() {
+        accepting.succeeded()
+    }
+
     /// Closes a client: its POLLs, its one-time grant and its questions to agents end with it.
     mutating func close(_ id: Int, why: String) {
         guard var connection = connections.removeValue(forKey: id) else { return }
+        let uid = connection.identity.uid
+        connectionsPerUser[uid] = connectionsPerUser[uid].flatMap { $0 > 1 ? $0 - 1 : nil }
         publisher.disconnect(id)
         for ask in broker.remove(id) {
             tellAgents(AgentBroker.answered(ask.id, "withdrawn", by: "client disconnected"))
@@ -127,8 +164,7 @@ struct ServerState {
     /// Stops serving: every client is told why and closed.
     mutating func stop(reason: String) {
         stopped = true
-        acceptSource?.cancel()
-        acceptSource = nil
+        accepting.cancel()
         let goodbye = ServerMessage.error(request: "?", message: reason)
         for id in connections.keys.sorted() {
             send(id, goodbye)
@@ -262,6 +298,8 @@ struct ServerState {
             deliver(out, at: now.wall)
         case .sweep:
             sweepStuckClients(now: now.monotonic)
+        case .resumeAccepting:
+            accepting.resume()
         case let .grantsSaved(admin, request, error):
             guard let admin else { return }
             if let error {

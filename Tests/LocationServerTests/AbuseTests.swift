@@ -1,0 +1,136 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import LocationPosix
+import TestSupport
+import Testing
+
+/// Issue 12: what an unprivileged local user (another uid, through setpriv) could do to the real
+/// daemon, each attack next to a legitimate client that must not be affected.
+@Suite("Unprivileged attacks, end to end", .serialized)
+struct AbuseTests {
+    typealias E2E = PolicyEndToEndTests
+
+    /// Opens argv[2] connections to argv[1], reads each one's first line, prints
+    /// `versions refused silent` and the refusal messages seen, then holds them for argv[3] seconds.
+    static let holdConnections = """
+        import select, socket, sys, time
+        path, n, hold = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+        socks = []
+        for i in range(n):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.setblocking(False)
+            try:
+                s.connect(path)
+                socks.append(s)
+            except OSError:
+                s.close()  # the listen backlog is full: the kernel refused it
+
+        versions = refused = silent = 0
+        messages = set()
+        first = {}
+        end = time.time() + 1.5
+        pending = list(socks)
+        while pending and time.time() < end:
+            ready, _, _ = select.select(pending, [], [], max(0, end - time.time()))
+            for s in ready:
+                try:
+                    first[s] = s.recv(4096)
+                except OSError:
+                    first[s] = b""
+                pending.remove(s)
+        for s in socks:
+            d = first.get(s, None)
+            if d is None: silent += 1
+            elif b'"VERSION"' in d: versions += 1
+            elif b'"ERROR"' in d:
+                refused += 1
+                messages.add(d.decode().split('"message":"')[1].split('"')[0])
+            else: silent += 1
+        print(versions, refused, silent)
+        for m in sorted(messages): print(m)
+        sys.stdout.flush()
+        time.sleep(hold)
+        """
+
+    static func hold(_ socket: String, uid: Int, connections: Int, seconds: Double) throws -> E2E.Started {
+        let directory = String(socket[..<socket.lastIndex(of: "/")!])
+        chmod(directory, 0o755)
+        return try E2E.start(["setpriv", "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "/usr/bin/python3", "-c",
+                              holdConnections, socket, String(connections), String(seconds)], in: directory)
+    }
+
+    /// The first line of a `holdConnections` run: versions, refused, silent.
+    static func counts(_ output: String) -> [Int] {
+        (output.split(separator: "\n").first ?? "").split(separator: " ").compactMap { Int($0) }
+    }
+
+    @Test("one user cannot take every connection: a per-user cap, and room kept for root and agents")
+    func connectionCaps() throws {
+        let daemon = try DaemonProcess(config: E2E.config(policy: "access = ask", clients: E2E.rootSeesAll),
+                                       daemonKeys: "max-clients = 24\nmax-clients-per-user = 8")
+        // Three users of the machine each try to take 30 connections and hold them.
+        let first = try Self.hold(daemon.socketPath, uid: 1, connections: 30, seconds: 4)
+        usleep(1_000_000)
+        let second = try Self.hold(daemon.socketPath, uid: 2, connections: 30, seconds: 3)
+        usleep(1_000_000)
+        let third = try Self.hold(daemon.socketPath, uid: 3, connections: 30, seconds: 2)
+        usleep(1_000_000)
+        // The administrator and an agent still get in while all of them hold on.
+        let root = try RawClient(daemon.socketPath)
+        #expect(root.message("VERSION") != nil)
+        root.send(#"{"class":"STATUS"}"#)
+        let status = root.message("STATUS")
+        let clients = status?["clients"]?.number
+        #expect(clients == 22, "8 + 8 + 5 attackers' connections, and root's")
+        let agent = try RawClient(daemon.socketPath)
+        agent.send(#"{"class":"AGENT"}"#)
+        #expect(agent.message("AGENT") != nil)
+        let (a, b, c) = (E2E.finish(first).stdout, E2E.finish(second).stdout, E2E.finish(third).stdout)
+        #expect(Self.counts(a) == [8, 22, 0], "\(a)")
+        #expect(a.contains("too many clients of uid 1 (8)"), "\(a)")
+        #expect(Self.counts(b) == [8, 22, 0], "\(b)")
+        // 24 − 3 kept for administrators = 21 for everyone else: 16 taken, 5 left for the third user.
+        #expect(Self.counts(c) == [5, 25, 0], "\(c)")
+        #expect(c.contains("of which 3 are kept for administrators"), "\(c)")
+    }
+
+    /// CPU seconds a process has used (utime + stime from /proc/PID/stat).
+    static func cpuSeconds(_ pid: pid_t) -> Double {
+        guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/stat") else { return 0 }
+        let text = String(decoding: data, as: UTF8.self)
+        guard let close = text.lastIndex(of: ")") else { return 0 }
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        // After the name: state is field 3, utime 14, stime 15 (proc(5)); here index 0 is field 3.
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    @Test("at the open-file limit the daemon backs off accepting instead of spinning, logs a bounded amount, and recovers")
+    func descriptorExhaustion() throws {
+        let daemon = try DaemonProcess(config: E2E.config(policy: "access = ask", clients: E2E.rootSeesAll, rate: "1"),
+                                       daemonKeys: "max-clients-per-user = 1000",
+                                       launcher: ["prlimit", "--nofile=48:48", "--"])
+        #expect(daemon.log.contains("the open-file limit is below what max-clients needs"))
+        let logBefore = daemon.log.utf8.count
+        let attack = try Self.hold(daemon.socketPath, uid: 1, connections: 200, seconds: 4)
+        usleep(1_000_000)
+        let cpuBefore = Self.cpuSeconds(daemon.pid)
+        usleep(2_000_000)
+        let cpu = Self.cpuSeconds(daemon.pid) - cpuBefore
+        // The security review measured ~90 % of a CPU and ~35 MB of log in 10 s.
+        #expect(cpu < 0.3, "daemon used \(cpu) s of CPU in 2 s at the descriptor limit")
+        let out = E2E.finish(attack).stdout
+        #expect((Self.counts(out).first ?? 0) > 0, "\(out)")
+        let logged = daemon.log.utf8.count - logBefore
+        let failures = daemon.log.components(separatedBy: "accept failed").count - 1
+        // At most one line per 10 s while the attack lasts (about 4 s), with the count of failures.
+        #expect(failures >= 1 && failures <= 2, "\(failures) accept-failure lines")
+        #expect(logged < 200_000, "\(logged) bytes of log")
+        // The attacker is gone: everyone gets in again.
+        usleep(1_200_000)
+        let root = try RawClient(daemon.socketPath)
+        #expect(root.message("VERSION") != nil)
+    }
+}
