@@ -7,7 +7,7 @@ import Glibc
 ///
 /// The field is value noise on a cubic lattice laid over Earth-centred, Earth-fixed (ECEF) coordinates:
 /// every lattice node carries two standard normal numbers (north, east) drawn from a keyed hash of the
-/// secret and the node; a position takes the trilinear blend of its lattice cube's eight nodes, divided
+/// secret and the node (SipHash-2-4, a pseudo-random function); a position takes the trilinear blend of its lattice cube's eight nodes, divided
 /// by the root of the sum of the squared weights so that the blend is again exactly N(0, 1) at every
 /// position (the node values are independent). Working in ECEF keeps the spacing the same in metres at
 /// every latitude, with no seam at the antimeridian or the poles.
@@ -21,7 +21,8 @@ struct OffsetField: Sendable {
     let spacingMeters: Double
     /// Standard deviation of each component, metres.
     let sigmaMeters: Double
-    private let key: [UInt64]
+    /// SipHash-2-4 keyed by the first two key words, with the rest of the key already absorbed.
+    private let keyed: SipHash24
     /// The last lattice cube's node values (north, east per node), so that a receiver moving inside one
     /// cube costs no hashing.
     private var cache: (cube: SIMD3<Int>, north: [Double], east: [Double])?
@@ -32,7 +33,9 @@ struct OffsetField: Sendable {
     init(spacingMeters: Double, sigmaMeters: Double, key: [UInt64]) {
         self.spacingMeters = spacingMeters
         self.sigmaMeters = sigmaMeters
-        self.key = key
+        var h = SipHash24(key: (key.first ?? 0, key.dropFirst().first ?? 0))
+        for w in key.dropFirst(2) { h.absorb(w) }
+        keyed = h
     }
 
     /// The offset at a position, metres north and metres east.
@@ -55,8 +58,9 @@ struct OffsetField: Sendable {
             east.reserveCapacity(8)
             for corner in 0..<8 {
                 let node = cube &+ SIMD3(corner & 1, (corner >> 1) & 1, (corner >> 2) & 1)
-                north.append(normal(node, axis: 0))
-                east.append(normal(node, axis: 1))
+                let z = normals(node)
+                north.append(z.north)
+                east.append(z.east)
             }
             cache = (cube, north, east)
             nodes = (north, east)
@@ -76,40 +80,62 @@ struct OffsetField: Sendable {
         return (north * norm, east * norm)
     }
 
-    /// A standard normal number determined by the key, a lattice node and an axis: Box–Muller over the
-    /// two 32-bit halves of one SipHash-2-4 output, so that values learnt at some nodes say nothing about
-    /// the key, hence nothing about other nodes.
-    private func normal(_ node: SIMD3<Int>, axis: UInt64) -> Double {
-        let words = key.dropFirst(2) + [UInt64(bitPattern: Int64(node.x)), UInt64(bitPattern: Int64(node.y)),
-                                        UInt64(bitPattern: Int64(node.z)), axis]
-        let h = Self.sipHash24(key: (key.first ?? 0, key.dropFirst().first ?? 0), words)
-        let u1 = (Double(h >> 32) + 1) / 4_294_967_296  // (0, 1]: log(u1) is finite
-        let u2 = Double(h & 0xFFFF_FFFF) / 4_294_967_296
-        return (-2 * log(u1)).squareRoot() * cos(2 * .pi * u2)
+    /// Two independent standard normal numbers (north, east) for a lattice node: Box–Muller over the two
+    /// 32-bit halves of one SipHash-2-4 output (its cosine and sine branches), so that values learnt at
+    /// some nodes say nothing about the key, hence nothing about other nodes.
+    private func normals(_ node: SIMD3<Int>) -> (north: Double, east: Double) {
+        var h = keyed
+        h.absorb(UInt64(bitPattern: Int64(node.x)))
+        h.absorb(UInt64(bitPattern: Int64(node.y)))
+        h.absorb(UInt64(bitPattern: Int64(node.z)))
+        let x = h.finish()
+        let u1 = (Double(x >> 32) + 1) / 4_294_967_296  // (0, 1]: log(u1) is finite
+        let u2 = Double(x & 0xFFFF_FFFF) / 4_294_967_296
+        let r = (-2 * log(u1)).squareRoot()
+        return (r * cos(2 * .pi * u2), r * sin(2 * .pi * u2))
+    }
+}
+
+/// SipHash-2-4 over whole little-endian 64-bit words under a 128-bit key (J.-P. Aumasson,
+/// D. J. Bernstein, "SipHash: a fast short-input PRF", INDOCRYPT 2012; the paper's reference vectors
+/// are checked by the tests). A value type: absorb a common prefix once, copy, absorb the rest.
+struct SipHash24: Sendable {
+    private var v0, v1, v2, v3: UInt64
+    private var words = 0
+
+    init(key: (UInt64, UInt64)) {
+        v0 = key.0 ^ 0x736F_6D65_7073_6575
+        v1 = key.1 ^ 0x646F_7261_6E64_6F6D
+        v2 = key.0 ^ 0x6C79_6765_6E65_7261
+        v3 = key.1 ^ 0x7465_6462_7974_6573
     }
 
-    /// SipHash-2-4 of a message of whole little-endian 64-bit words under a 128-bit key (J.-P. Aumasson,
-    /// D. J. Bernstein, "SipHash: a fast short-input PRF", INDOCRYPT 2012; the paper's reference vectors
-    /// are checked by the tests).
-    static func sipHash24(key: (UInt64, UInt64), _ words: some Collection<UInt64>) -> UInt64 {
-        var v0 = key.0 ^ 0x736F_6D65_7073_6575, v1 = key.1 ^ 0x646F_7261_6E64_6F6D
-        var v2 = key.0 ^ 0x6C79_6765_6E65_7261, v3 = key.1 ^ 0x7465_6462_7974_6573
-        func round() {
-            v0 &+= v1; v1 = rotate(v1, 13); v1 ^= v0; v0 = rotate(v0, 32)
-            v2 &+= v3; v3 = rotate(v3, 16); v3 ^= v2
-            v0 &+= v3; v3 = rotate(v3, 21); v3 ^= v0
-            v2 &+= v1; v1 = rotate(v1, 17); v1 ^= v2; v2 = rotate(v2, 32)
-        }
-        let last = UInt64(truncatingIfNeeded: words.count &* 8) << 56
-        for m in words + [last] {
-            v3 ^= m
-            round()
-            round()
-            v0 ^= m
-        }
-        v2 ^= 0xFF
-        for _ in 0..<4 { round() }
-        return v0 ^ v1 ^ v2 ^ v3
+    mutating func absorb(_ m: UInt64) {
+        v3 ^= m
+        round()
+        round()
+        v0 ^= m
+        words &+= 1
+    }
+
+    /// The hash of the words absorbed so far.
+    func finish() -> UInt64 {
+        var h = self
+        let last = UInt64(truncatingIfNeeded: words &* 8) << 56
+        h.v3 ^= last
+        h.round()
+        h.round()
+        h.v0 ^= last
+        h.v2 ^= 0xFF
+        for _ in 0..<4 { h.round() }
+        return h.v0 ^ h.v1 ^ h.v2 ^ h.v3
+    }
+
+    private mutating func round() {
+        v0 &+= v1; v1 = Self.rotate(v1, 13); v1 ^= v0; v0 = Self.rotate(v0, 32)
+        v2 &+= v3; v3 = Self.rotate(v3, 16); v3 ^= v2
+        v0 &+= v3; v3 = Self.rotate(v3, 21); v3 ^= v0
+        v2 &+= v1; v1 = Self.rotate(v1, 17); v1 ^= v2; v2 = Self.rotate(v2, 32)
     }
 
     private static func rotate(_ x: UInt64, _ bits: UInt64) -> UInt64 { (x << bits) | (x >> (64 - bits)) }

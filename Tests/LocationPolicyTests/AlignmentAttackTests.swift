@@ -178,7 +178,9 @@ struct AlignmentAttackTests {
     @Test("SipHash-2-4 matches the paper's reference vectors (key 00…0f; messages of 0 and 8 bytes)")
     func sipHashVectors() {
         let key: (UInt64, UInt64) = (0x0706_0504_0302_0100, 0x0F0E_0D0C_0B0A_0908)
-        #expect(OffsetField.sipHash24(key: key, [UInt64]()) == 0x726F_DB47_DD0E_0E31)
-        #expect(OffsetField.sipHash24(key: key, [0x0706_0504_0302_0100]) == 0x93F5_F579_9A93_2462)
+        var h = SipHash24(key: key)
+        #expect(h.finish() == 0x726F_DB47_DD0E_0E31)
+        h.absorb(0x0706_0504_0302_0100)
+        #expect(h.finish() == 0x93F5_F579_9A93_2462)
     }
 }
