@@ -77,10 +77,54 @@ struct FudgerTests {
         var total = 0.0
         for s in 0..<200 {
             var f = LocationFudger(gridMeters: 2000, secret: (0..<32).map { UInt8((s * 13 + $0 * 7) & 0xFF) }, originHour: 0)
-            let o = f.offset(at: 3600 * 10)
+            let o = f.offset(latitude: 50.840203, longitude: 4.34711)
             total += o.north * o.north + o.east * o.east
         }
         let rms = (total / 400).squareRoot()
         #expect(rms > 300 && rms < 700, "rms offset per axis \(rms) m")
+    }
+
+    @Test("a stationary receiver gets the same report a year later, after a restart: nothing to average")
+    func samePlaceSameReport() {
+        for i in 0..<50 {
+            let f = Self.fix(-60 + Double(i) * 2.4, -170 + Double(i) * 6.9)
+            var before = LocationFudger(gridMeters: 2000, secret: Self.secret, originHour: Int(Self.t0 / 3600))
+            var after = LocationFudger(gridMeters: 2000, secret: Self.secret, originHour: Int(Self.t0 / 3600))
+            let r1 = before.reduce(f, at: Self.t0)
+            let r2 = after.reduce(f, at: Self.t0 + 365 * 86_400)
+            #expect(r1?.latitude == r2?.latitude && r1?.longitude == r2?.longitude)
+        }
+    }
+
+    @Test("receiver noise across a cell edge keeps one report; moving on past the hold distance makes a new one")
+    func holdAtAnEdge() throws {
+        // Find where the reported latitude changes along a meridian, probing with fresh fudgers (no hold).
+        let start = (latitude: 47.3, longitude: 8.5)
+        var edge: Double?
+        var previous: Double?
+        for metre in 0..<2500 {
+            var probe = LocationFudger(gridMeters: 2000, secret: Self.secret, originHour: 0)
+            let lat = start.latitude + Double(metre) / LocationFudger.metersPerDegree
+            let r = probe.reduce(Self.fix(lat, start.longitude), at: Self.t0)?.latitude
+            if let p = previous, p != r {
+                edge = lat
+                break
+            }
+            previous = r
+        }
+        let edgeLatitude = try #require(edge)
+        var f = LocationFudger(gridMeters: 2000, secret: Self.secret, originHour: 0)
+        var positions = Set<String>()
+        for i in 0..<200 {
+            let noise = (i % 2 == 0 ? -3.0 : 3.0) / LocationFudger.metersPerDegree
+            let r = f.reduce(Self.fix(edgeLatitude + noise, start.longitude), at: Self.t0 + Double(i))
+            positions.insert("\(r?.latitude ?? 0),\(r?.longitude ?? 0)")
+        }
+        #expect(positions.count == 1)
+        let away = edgeLatitude + (f.holdMeters + 200) / LocationFudger.metersPerDegree
+        let moved = f.reduce(Self.fix(away, start.longitude), at: Self.t0 + 300)
+        #expect(moved != nil)
+        var fresh = LocationFudger(gridMeters: 2000, secret: Self.secret, originHour: 0)
+        #expect(moved == fresh.reduce(Self.fix(away, start.longitude), at: Self.t0 + 300))
     }
 }
