@@ -66,16 +66,6 @@ public struct AgentQuestion: Hashable, Sendable {
     }
 }
 
-/// An agent's answer to a question (`ANSWER.answer`).
-public enum AgentAnswer: String, Hashable, Sendable, CaseIterable {
-    /// Allow for the asking connection only ("Allow Once").
-    case allowOnce
-    /// Allow and remember, across connections and restarts ("Allow Always").
-    case allowAlways
-    /// Refuse; the refusal is remembered, so the client's program is not asked about again.
-    case deny
-}
-
 /// How a question ended (`ANSWERED`), told to every agent.
 public struct AnsweredNotice: Hashable, Sendable {
     /// The question's id.
