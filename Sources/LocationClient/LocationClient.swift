@@ -151,12 +151,7 @@ public final class LocationClient: Sendable {
     ///   refusal (bad timeout, not authorized); `.timedOut` when no answer came within `timeout` plus
     ///   `replyGracePeriod`; `.disconnected`; `.invalidReply`; `CancellationError`.
     public func requestLocation(timeout: Double = 10) async throws -> Location {
-        var writer = JSONObjectWriter()
-        writer.begin()
-        writer.field("class", "POLL")
-        writer.field("timeout", timeout)
-        writer.end()
-        let line = try await connection.roundTrip(writer.bytes, replyClass: "POLL",
+        let line = try await connection.roundTrip(Request.poll(timeout: timeout).encoded(), replyClass: "POLL",
                                                   timeout: max(0, timeout) + Self.replyGracePeriod)
         guard let reply = decodeLine(PollReply.self, line, with: JSONDecoder()) else {
             throw LocationClientError.invalidReply("unreadable POLL reply")
@@ -177,8 +172,7 @@ public final class LocationClient: Sendable {
     /// - Throws: `LocationClientError.server(request: "STATUS", ...)`, `.timedOut`, `.disconnected`,
     ///   `.invalidReply`; `CancellationError`.
     public func status(timeout: Double = 10) async throws -> DaemonStatus {
-        let request = Array(#"{"class":"STATUS"}"#.utf8) + [10]
-        let line = try await connection.roundTrip(request, replyClass: "STATUS", timeout: timeout)
+        let line = try await connection.roundTrip(Request.status.encoded(), replyClass: "STATUS", timeout: timeout)
         guard let reply = decodeLine(StatusReply.self, line, with: JSONDecoder()) else {
             throw LocationClientError.invalidReply("unreadable STATUS reply")
         }
@@ -192,15 +186,6 @@ public final class LocationClient: Sendable {
     }
 
     static func watchRequest(enable: Bool, minInterval: Double = 0, distanceFilter: Double = 0) -> [UInt8] {
-        var writer = JSONObjectWriter()
-        writer.begin()
-        writer.field("class", "WATCH")
-        writer.field("enable", enable)
-        if enable {
-            writer.field("minInterval", minInterval)
-            writer.field("distanceFilter", distanceFilter)
-        }
-        writer.end()
-        return writer.bytes
+        Request.watch(enable: enable, minInterval: minInterval, distanceFilter: distanceFilter).encoded()
     }
 }

@@ -25,9 +25,9 @@ extension SocketServer {
         case let .grant(target, kind, accuracy, expires):
             let now = wallClockSeconds()
             let subject = Self.subject(target)
-            let level: AccuracyAuthorization = accuracy == "reduced" ? .reduced : .full
+            let level = accuracy
             let until = expires.map { now + $0 }
-            if kind == "once" {
+            if kind == .once {
                 persist { $0.preapprovals.append(Preapproval(subject: subject, accuracy: level, created: now, expires: until)) }
             } else {
                 persist {
@@ -36,7 +36,7 @@ extension SocketServer {
                                                          expires: until, decidedBy: "administrator \(by)"))
                 }
             }
-            policy.record("grant", identity: session.identity, request: "GRANT \(kind) \(subject) \(level.rawValue)",
+            policy.record("grant", identity: session.identity, request: "GRANT \(kind.rawValue) \(subject) \(level.rawValue)",
                           status: nil, accuracy: level.rawValue, reason: "by administrator \(by)")
             reevaluateAll()
             send(session, ServerMessage.object("GRANTS", members: grantsMembers()))
@@ -67,7 +67,7 @@ extension SocketServer {
         }
     }
 
-    private func answerAsk(id: Int, answer: String, accuracy: String?, from agent: ClientSession, by: String) {
+    private func answerAsk(id: Int, answer: AnswerChoice, accuracy: AccuracyAuthorization?, from agent: ClientSession, by: String) {
         guard agents[agent.id] != nil else {
             send(agent, ServerMessage.error(request: "ANSWER", message: "register with AGENT first"))
             return
@@ -77,12 +77,11 @@ extension SocketServer {
             return
         }
         pending.timeout.cancel()
-        let lowered: AccuracyAuthorization? = accuracy.map { $0 == "reduced" ? .reduced : .full }
         let parsed: AgentAnswer
         switch answer {
-        case "allowOnce": parsed = .allowOnce(lowered)
-        case "allowAlways": parsed = .allowAlways(lowered)
-        default: parsed = .deny
+        case .allowOnce: parsed = .allowOnce(accuracy)
+        case .allowAlways: parsed = .allowAlways(accuracy)
+        case .deny: parsed = .deny
         }
         let session = pending.session
         let now = wallClockSeconds()
@@ -97,15 +96,15 @@ extension SocketServer {
         }
         let state = authorization(of: session, now: now)
         policy.record("decision", identity: session.identity, name: session.displayName, request: pending.request,
-                      status: state.status.rawValue, accuracy: state.accuracy?.rawValue, reason: "agent \(by) answered \(answer)")
+                      status: state.status.rawValue, accuracy: state.accuracy?.rawValue, reason: "agent \(by) answered \(answer.rawValue)")
         if !session.closed {
             announce(session, state, force: true)
             if parsed == .deny, pending.request == "FULLACCURACY" {
                 send(session, ServerMessage.error(request: "FULLACCURACY", message: "temporary full accuracy denied by the agent"))
             }
         }
-        send(agent, ServerMessage.object("ANSWERED", members: answeredMembers(id, answer, by: by)))
-        tellAgents(ServerMessage.object("ANSWERED", members: answeredMembers(id, answer, by: by)), except: agent)
+        send(agent, ServerMessage.object("ANSWERED", members: answeredMembers(id, answer.rawValue, by: by)))
+        tellAgents(ServerMessage.object("ANSWERED", members: answeredMembers(id, answer.rawValue, by: by)), except: agent)
         if outcome.store != nil { reevaluateAll() }
     }
 

@@ -37,7 +37,7 @@ extension SocketServer {
                                                 fixDetails: accuracy == .full))
         case let .authorize(kind, accuracy, name):
             if let name { session.displayName = String(DisplayText.escaped(String(name.prefix(200)))) }
-            authorize(session, .authorize(kind == "persistent" ? .persistent : .once, accuracy == "reduced" ? .reduced : .full),
+            authorize(session, .authorize(kind, accuracy),
                       request: "AUTHORIZE")
         case .authorization:
             announce(session, authorization(of: session, now: wallClockSeconds()), force: true)
