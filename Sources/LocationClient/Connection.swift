@@ -2,9 +2,9 @@
 import Glibc
 #endif
 import Dispatch
-import FoundationEssentials
 import LocationCore
 import LocationPosix
+import LocationWire
 import Synchronization
 
 /// One connection to the daemon: the socket, a reader thread that splits what arrives into lines and
@@ -38,7 +38,7 @@ final class Connection: Sendable {
         let replyClass: String
         /// For `ANSWERED`: the id the reply must carry.
         let replyID: Int?
-        let continuation: CheckedContinuation<[UInt8], any Error>
+        let continuation: CheckedContinuation<ServerLine, any Error>
     }
 
     private struct AgentSubscriber: Sendable {
@@ -70,7 +70,7 @@ final class Connection: Sendable {
         var agent: AgentSubscriber? = nil
         /// Whether the first line (the greeting) has arrived; the greeting itself while nobody waits for it.
         var greeted = false
-        var greeting: Result<[UInt8], LocationClientError>? = nil
+        var greeting: Result<ServerLine, LocationClientError>? = nil
         /// An `ERROR` no request claimed (request `"?"`): reported instead of `.disconnected` if the
         /// server then closes the connection (too many clients, flooding).
         var unroutedError: LocationClientError? = nil
@@ -118,11 +118,11 @@ final class Connection: Sendable {
     ///     `"AUTHORIZATION"`, `"GRANTS"`, ...).
     ///   - replyID: for replies that carry an id (`ANSWERED`), the one to wait for.
     ///   - timeout: seconds to wait for the reply.
-    /// - Returns: the reply line, without its newline.
+    /// - Returns: the reply line (without its newline) and the message LocationWire read in it.
     /// - Throws: `LocationClientError` (`.server` for an `ERROR` naming the request, `.timedOut`,
     ///   `.disconnected`), `CancellationError` when the task is cancelled.
     func roundTrip(_ request: [UInt8]?, requestClass: String? = nil, replyClass: String, replyID: Int? = nil,
-                   timeout: Double) async throws -> [UInt8] {
+                   timeout: Double) async throws -> ServerLine {
         let id = state.withLock { s in
             let id = s.nextID
             s.nextID += 1
@@ -144,7 +144,7 @@ final class Connection: Sendable {
 
     private func register(_ waiter: Waiter, request: [UInt8]?) {
         sendLock.withLock { _ in
-            let immediate: Result<[UInt8], any Error>? = state.withLock { s in
+            let immediate: Result<ServerLine, any Error>? = state.withLock { s in
                 s.unregistered.remove(waiter.id)
                 if let early = s.earlyFailures.removeValue(forKey: waiter.id) { return .failure(early) }
                 if waiter.replyClass == "VERSION", let greeting = s.greeting {
@@ -167,7 +167,7 @@ final class Connection: Sendable {
 
     /// Fails the waiter `id` with `error`, if it still waits (or has not registered yet).
     private func fail(_ id: Int, with error: any Error) {
-        let continuation = state.withLock { s -> CheckedContinuation<[UInt8], any Error>? in
+        let continuation = state.withLock { s -> CheckedContinuation<ServerLine, any Error>? in
             if let index = s.waiters.firstIndex(where: { $0.id == id }) {
                 return s.waiters.remove(at: index).continuation
             }
@@ -181,7 +181,7 @@ final class Connection: Sendable {
     /// one, `replyID`); returns false when there is none.
     @discardableResult
     private func resolve(_ replyClass: String, id replyID: Int? = nil,
-                         with result: Result<[UInt8], LocationClientError>) -> Bool {
+                         with result: Result<ServerLine, LocationClientError>) -> Bool {
         let waiter = takeWaiter(replyClass: replyClass, id: replyID)
         waiter?.continuation.resume(with: result.mapError { $0 })
         return waiter != nil
@@ -201,7 +201,7 @@ final class Connection: Sendable {
     /// that class); returns false when there is none.
     @discardableResult
     private func reject(_ requestClass: String, with error: LocationClientError) -> Bool {
-        let continuation = state.withLock { s -> CheckedContinuation<[UInt8], any Error>? in
+        let continuation = state.withLock { s -> CheckedContinuation<ServerLine, any Error>? in
             guard let index = s.waiters.firstIndex(where: { $0.requestClass == requestClass }) else { return nil }
             return s.waiters.remove(at: index).continuation
         }
@@ -289,7 +289,6 @@ final class Connection: Sendable {
     private func readLoop() {
         var framer = LineFramer(maximumLineLength: Self.maximumLineLength)
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
-        let decoder = JSONDecoder()
         while true {
             let result = buffer.withUnsafeMutableBytes { FileDescriptorOps.read(fd, into: $0) }
             switch result {
@@ -298,7 +297,7 @@ final class Connection: Sendable {
                 return
             case .success(let count):
                 do {
-                    try framer.append(buffer[0..<count]) { handle($0, decoder: decoder) }
+                    try framer.append(buffer[0..<count]) { handle(ServerLine($0)) }
                 } catch {
                     end(.invalidReply("a line longer than \(error.maximumLineLength) bytes"))
                     return
@@ -311,51 +310,48 @@ final class Connection: Sendable {
         }
     }
 
-    private func handle(_ line: [UInt8], decoder: JSONDecoder) {
-        guard let envelope = decodeLine(Envelope.self, line, with: decoder) else {
-            end(.invalidReply("not a JSON object: \(Self.excerpt(line))"))
+    private func handle(_ line: ServerLine) {
+        guard let replyClass = line.className else {
+            end(.invalidReply("not a JSON object: \(Self.excerpt(line.bytes))"))
             return
         }
-        let replyClass = envelope.class ?? ""
         let first = state.withLock { s -> Bool in
             defer { s.greeted = true }
             return !s.greeted
         }
         if first {
-            let greeting: Result<[UInt8], LocationClientError> =
-                replyClass == "ERROR" ? .failure(serverError(line, decoder: decoder)) : .success(line)
+            let greeting: Result<ServerLine, LocationClientError> =
+                replyClass == "ERROR" ? .failure(serverError(line)) : .success(line)
             if !resolve("VERSION", with: greeting) { state.withLock { $0.greeting = greeting } }
             return
         }
         switch replyClass {
         case "TPV", "STATE":
-            deliverToWatcher(line, replyClass: replyClass, decoder: decoder)
+            deliverToWatcher(line)
         case "POLL", "STATUS", "AGENT", "GRANTS", "AUDIT":
             resolve(replyClass, with: .success(line))
         case "AUTHORIZATION":
             // A reply when a request waits for one; otherwise the daemon telling of a change.
             guard let waiter = takeWaiter(replyClass: replyClass, id: nil) else {
-                deliverAuthorization(line, decoder: decoder)
+                deliverAuthorization(line)
                 return
             }
-            if waiter.requestClass == "FULLACCURACY",
-               let reply = decodeLine(AuthorizationReply.self, line, with: decoder),
-               reply.status.flatMap(AuthorizationStatus.init(rawValue:))?.isAuthorized == true, reply.accuracy != "full" {
+            if waiter.requestClass == "FULLACCURACY", case .authorization(let reply)? = line.message,
+               reply.status.isAuthorized, reply.accuracy != .full {
                 // Refused by the agent: the daemon follows this reply with an ERROR about the same
                 // request, which must not fail a later FULLACCURACY.
                 state.withLock { $0.staleFullAccuracyErrors += 1 }
             }
             waiter.continuation.resume(returning: line)
         case "ASK":
-            guard let ask = decodeLine(AskReply.self, line, with: decoder)?.question(json: String(decoding: line, as: UTF8.self))
-            else { return }
-            deliverToAgent(.ask(ask))
+            guard case .ask(let ask)? = line.message else { return }
+            deliverToAgent(.ask(ask.question(json: line.text)))
         case "ANSWERED":
-            guard let reply = decodeLine(AnsweredReply.self, line, with: decoder), let id = reply.id else { return }
-            resolve(replyClass, id: id, with: .success(line))
-            deliverToAgent(.answered(reply.notice(id: id)))
+            guard case .answered(let reply)? = line.message else { return }
+            resolve(replyClass, id: reply.id, with: .success(line))
+            deliverToAgent(.answered(reply.notice))
         case "ERROR":
-            let error = serverError(line, decoder: decoder)
+            let error = serverError(line)
             guard case let .server(request, _) = error else { return }
             switch request {
             case "POLL", "STATUS":
@@ -398,11 +394,10 @@ final class Connection: Sendable {
     }
 
     /// An `AUTHORIZATION` no request waited for: a `.authorization` event for the subscription.
-    private func deliverAuthorization(_ line: [UInt8], decoder: JSONDecoder) {
-        guard let authorization = decodeLine(AuthorizationReply.self, line, with: decoder)?
-            .authorization(json: String(decoding: line, as: UTF8.self)) else { return }
+    private func deliverAuthorization(_ line: ServerLine) {
+        guard case .authorization(let reply)? = line.message else { return }
         let continuation = state.withLock { $0.watcher?.continuation }
-        continuation?.yield(.authorization(authorization))
+        continuation?.yield(.authorization(reply.authorization(json: line.text)))
     }
 
     private func deliverToAgent(_ event: AgentEvent) {
@@ -410,26 +405,31 @@ final class Connection: Sendable {
         continuation?.yield(event)
     }
 
-    private func serverError(_ line: [UInt8], decoder: JSONDecoder) -> LocationClientError {
-        let reply = decodeLine(ErrorReply.self, line, with: decoder)
-        return .server(request: reply?.request ?? "?", message: reply?.message ?? "")
+    /// The `ERROR` in `line`; an unreadable one names request `"?"` with an empty message.
+    private func serverError(_ line: ServerLine) -> LocationClientError {
+        guard case .error(let reply)? = line.message else { return .server(request: "?", message: "") }
+        return .server(request: reply.request ?? "?", message: reply.message ?? "")
     }
 
     /// Turns a TPV or STATE line into subscription events; only fix-state changes become `.state`.
-    private func deliverToWatcher(_ line: [UInt8], replyClass: String, decoder: JSONDecoder) {
+    private func deliverToWatcher(_ line: ServerLine) {
         guard state.withLock({ $0.watcher != nil }) else { return }
         var location: Location? = nil
         var fix: Bool
         var reason: String? = nil
-        if replyClass == "TPV" {
-            guard let tpv = decodeLine(TPVReply.self, line, with: decoder) else { return }
-            location = tpv.location(json: String(decoding: line, as: UTF8.self))
-            if location == nil && tpv.fixMode != .noFix { return }  // 2D/3D without a position: nothing to say
+        let replyClass: String
+        switch line.message {
+        case .tpv(let tpv)?:
+            replyClass = "TPV"
+            location = tpv.location(json: line.text)
+            if location == nil && tpv.mode != .noFix { return }  // 2D/3D without a position: nothing to say
             fix = location != nil
-        } else {
-            guard let reply = decodeLine(StateReply.self, line, with: decoder), let value = reply.fix else { return }
-            fix = value
+        case .state(let reply)?:
+            replyClass = "STATE"
+            fix = reply.fix
             reason = reply.reason
+        default:
+            return
         }
         let (continuation, events) = state.withLock { s -> (AsyncThrowingStream<LocationUpdate, any Error>.Continuation?, [LocationUpdate]) in
             guard var watcher = s.watcher else { return (nil, []) }

@@ -1,4 +1,3 @@
-import FoundationEssentials
 import LocationCore
 import LocationWire
 
@@ -62,11 +61,10 @@ extension LocationClient {
     private func authorizationRoundTrip(_ request: [UInt8], requestClass: String, timeout: Double) async throws -> Authorization {
         let line = try await connection.roundTrip(request, requestClass: requestClass, replyClass: "AUTHORIZATION",
                                                   timeout: max(0, timeout) + Self.replyGracePeriod)
-        guard let authorization = decodeLine(AuthorizationReply.self, line, with: JSONDecoder())?
-            .authorization(json: String(decoding: line, as: UTF8.self)) else {
-            throw LocationClientError.invalidReply("AUTHORIZATION without a known status: \(String(decoding: line.prefix(120), as: UTF8.self))")
+        guard case .authorization(let reply)? = line.message else {
+            throw LocationClientError.invalidReply("AUTHORIZATION without a known status: \(line.excerpt(120))")
         }
-        return authorization
+        return reply.authorization(json: line.text)
     }
 
     // MARK: - Agent
@@ -118,10 +116,10 @@ extension LocationClient {
         let request = Request.answer(id: id, answer: answer, accuracy: accuracy)
         let line = try await connection.roundTrip(request.encoded(), requestClass: "ANSWER", replyClass: "ANSWERED",
                                                   replyID: id, timeout: timeout)
-        guard let reply = decodeLine(AnsweredReply.self, line, with: JSONDecoder()) else {
+        guard case .answered(let reply)? = line.message else {
             throw LocationClientError.invalidReply("unreadable ANSWERED")
         }
-        return reply.notice(id: id)
+        return reply.notice
     }
 
     // MARK: - Administration
@@ -179,24 +177,21 @@ extension LocationClient {
     ///   `.invalidReply`; `CancellationError`.
     public func audit(since: Double? = nil, timeout: Double = 10) async throws -> [AuditEvent] {
         let line = try await connection.roundTrip(Request.audit(since: since).encoded(), replyClass: "AUDIT", timeout: timeout)
-        guard let elements = objectElements(ofArrayMember: "events", in: line) else {
+        guard let elements = JSONText.objectElements(ofArrayMember: "events", in: line.bytes) else {
             throw LocationClientError.invalidReply("AUDIT reply without an events array")
         }
-        let decoder = JSONDecoder()
-        return try elements.map { element in
-            guard let reply = decodeLine(AuditEventReply.self, Array(element), with: decoder) else {
-                throw LocationClientError.invalidReply("unreadable audit event: \(String(decoding: element.prefix(120), as: UTF8.self))")
-            }
-            return reply.event(json: String(decoding: element, as: UTF8.self))
+        guard case .audit(let reply)? = line.message, reply.events.count == elements.count else {
+            throw LocationClientError.invalidReply("unreadable AUDIT reply: \(line.result)")
         }
+        return zip(reply.events, elements).map { event, text in event.event(json: String(decoding: text, as: UTF8.self)) }
     }
 
     private func grantsRoundTrip(_ request: [UInt8], requestClass: String, timeout: Double) async throws -> GrantList {
         let line = try await connection.roundTrip(request, requestClass: requestClass, replyClass: "GRANTS", timeout: timeout)
-        guard let reply = decodeLine(GrantsReply.self, line, with: JSONDecoder()) else {
+        guard case .grants(let reply)? = line.message else {
             throw LocationClientError.invalidReply("unreadable GRANTS reply")
         }
-        return reply.list(json: String(decoding: line, as: UTF8.self))
+        return reply.list(json: line.text)
     }
 }
 
