@@ -149,7 +149,7 @@ extension LocationClient {
     public func grant(subject: GrantSubject, kind: AuthorizationKind = .persistent,
                       accuracy: AccuracyAuthorization = .fullAccuracy, expires: Double? = nil,
                       timeout: Double = 10) async throws -> GrantList {
-        let request = Request.grant(subject: subject.target, kind: kind, accuracy: accuracy, expires: expires)
+        let request = Request.grant(subject: subject, kind: kind, accuracy: accuracy, expires: expires)
         return try await grantsRoundTrip(request.encoded(), requestClass: "GRANT", timeout: timeout)
     }
 
@@ -164,7 +164,7 @@ extension LocationClient {
     ///   `.invalidReply`; `CancellationError`.
     @discardableResult
     public func revoke(subject: GrantSubject, timeout: Double = 10) async throws -> GrantList {
-        return try await grantsRoundTrip(Request.revoke(subject: subject.target).encoded(), requestClass: "REVOKE", timeout: timeout)
+        return try await grantsRoundTrip(Request.revoke(subject: subject).encoded(), requestClass: "REVOKE", timeout: timeout)
     }
 
     /// The audit trail (`AUDIT`; root or `admin-group`): every decision, each grant's first delivery of
@@ -192,16 +192,5 @@ extension LocationClient {
             throw LocationClientError.invalidReply("unreadable GRANTS reply")
         }
         return reply.list(json: line.text)
-    }
-}
-
-extension GrantSubject {
-    /// The subject as the protocol's `GRANT`/`REVOKE` members.
-    var target: GrantTarget {
-        switch self {
-        case let .executable(path, user): return .executable(path, user: user)
-        case let .unit(unit, user): return .unit(unit, user: user)
-        case .user(let user): return .user(user)
-        }
     }
 }

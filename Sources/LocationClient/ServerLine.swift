@@ -65,15 +65,9 @@ extension ServerMessage.Authorization {
     }
 }
 
-extension ClientInfo {
-    var description: ClientDescription {
-        ClientDescription(pid: pid, uid: uid, user: user, executable: executable, unit: unit, name: name)
-    }
-}
-
 extension ServerMessage.Ask {
     func question(json: String?) -> AgentQuestion {
-        AgentQuestion(id: id, client: client?.description ?? ClientDescription(), request: request ?? "?",
+        AgentQuestion(id: id, client: client ?? ClientDescription(), request: request ?? "?",
                       accuracy: accuracy, purposeKey: purposeKey, purpose: purpose, timeout: timeout, json: json)
     }
 }
@@ -82,29 +76,19 @@ extension ServerMessage.Answered {
     var notice: AnsweredNotice { AnsweredNotice(id: id, answer: answer ?? "?", by: by) }
 }
 
-extension GrantSubject {
-    init(_ target: GrantTarget) {
-        switch target {
-        case let .executable(path, user): self = .executable(path, user: user)
-        case let .unit(unit, user): self = .unit(unit, user: user)
-        case .user(let user): self = .user(user)
-        }
-    }
-}
-
 extension ServerMessage.Grants {
     /// The public value; stored entries without a subject are left out.
     func list(json: String?) -> GrantList {
         GrantList(
             persistent: persistent.compactMap { e in
                 e.subject.map {
-                    GrantList.Persistent(subject: GrantSubject($0), allowed: e.allowed ?? false, accuracy: e.accuracy,
+                    GrantList.Persistent(subject: $0, allowed: e.allowed ?? false, accuracy: e.accuracy,
                                          created: e.created, expires: e.expires, decidedBy: e.decidedBy)
                 }
             },
             preapproved: preapproved.compactMap { e in
                 e.subject.map {
-                    GrantList.Preapproval(subject: GrantSubject($0), accuracy: e.accuracy, created: e.created,
+                    GrantList.Preapproval(subject: $0, accuracy: e.accuracy, created: e.created,
                                           expires: e.expires)
                 }
             },
@@ -118,7 +102,7 @@ extension ServerMessage.Grants {
 
 extension AuditRecord {
     func event(json: String?) -> AuditEvent {
-        AuditEvent(time: time, unixTime: unixTime, event: event ?? "?", client: client?.description, request: request,
+        AuditEvent(time: time, unixTime: unixTime, event: event ?? "?", client: client, request: request,
                    status: status, accuracy: accuracy, reason: reason, json: json)
     }
 }

@@ -55,15 +55,26 @@ public enum Request: Equatable, Sendable {
     }
 }
 
-/// Whom an administrator's GRANT or REVOKE is about: a program (of one user when `user` is given,
-/// else of every user), or every program of a user.
-public enum GrantTarget: Equatable, Sendable {
-    /// `executable`, and `user` (a name or a uid as digits) when the request gave one too.
+/// Whom a grant is about (`GRANT`/`REVOKE`, the `GRANTS` entries): a program — an executable path or a
+/// systemd unit — of one user (when `user` is given) or of every user, or every program of a user.
+public enum GrantTarget: Hashable, Sendable, CustomStringConvertible {
+    /// Programs run from this path (as the kernel reports it: symbolic links resolved); of `user` only
+    /// when given (a name, or a uid as digits). An agent's answers are stored this way, with the uid.
     case executable(String, user: String? = nil)
-    /// `unit`, and `user` when the request gave one too.
+    /// Processes in this systemd unit, e.g. `navit.service`; of `user` only when given.
     case unit(String, user: String? = nil)
-    /// `user` alone.
+    /// Every program of this user (a name, or a uid as digits).
     case user(String)
+
+    /// `executable /usr/bin/navit`, `executable /usr/bin/python3 of user 1000`, `unit navit.service`,
+    /// `user alice`.
+    public var description: String {
+        switch self {
+        case let .executable(path, user): return "executable \(path)" + (user.map { " of user \($0)" } ?? "")
+        case let .unit(unit, user): return "unit \(unit)" + (user.map { " of user \($0)" } ?? "")
+        case .user(let user): return "user \(user)"
+        }
+    }
 }
 
 /// Why a request line was refused; `request` is its class when it could be read.

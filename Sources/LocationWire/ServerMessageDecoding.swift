@@ -73,7 +73,7 @@ extension ServerMessage {
         case "AGENT":
             return .agent
         case "ASK":
-            return .ask(Ask(id: try m.required(m.integer("id"), "id"), client: try m.object("client").map(ClientInfo.init),
+            return .ask(Ask(id: try m.required(m.integer("id"), "id"), client: try m.object("client").map(ClientDescription.init),
                             request: try m.string("request"), purposeKey: try m.string("purposeKey"),
                             accuracy: try m.accuracy(), purpose: try m.string("purpose"), timeout: try m.number("timeout")))
         case "ANSWERED":
@@ -121,7 +121,7 @@ extension ServerMessage.Grants {
     }
 }
 
-extension ClientInfo {
+extension ClientDescription {
     init(_ m: MemberReader) throws(ServerMessageError) {
         self.init(pid: try m.integer("pid"), uid: try m.integer("uid"), user: try m.string("user"),
                   executable: try m.string("exe"), unit: try m.string("unit"), name: try m.string("name"))
@@ -140,7 +140,7 @@ extension AuditRecord {
 
     init(_ m: MemberReader) throws(ServerMessageError) {
         self.init(unixTime: try m.number("unix"), time: try m.time("time"), event: try m.string("event"),
-                  client: try m.object("client").map(ClientInfo.init), request: try m.string("request"),
+                  client: try m.object("client").map(ClientDescription.init), request: try m.string("request"),
                   status: try m.string("status"), accuracy: try m.accuracy(), reason: try m.string("reason"))
     }
 }

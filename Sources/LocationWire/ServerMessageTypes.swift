@@ -220,7 +220,7 @@ extension ServerMessage {
         /// The question's id, for `ANSWER` (`id`).
         public var id: Int
         /// The client asking (`client`).
-        public var client: ClientInfo?
+        public var client: ClientDescription?
         /// `once`, `persistent` or `temporaryFullAccuracy` (`request`; text, so that requests a newer
         /// daemon adds still read).
         public var request: String?
@@ -233,7 +233,7 @@ extension ServerMessage {
         /// Seconds the daemon waits for an answer (`timeout`).
         public var timeout: Double?
 
-        public init(id: Int, client: ClientInfo?, request: String?, purposeKey: String? = nil,
+        public init(id: Int, client: ClientDescription?, request: String?, purposeKey: String? = nil,
                     accuracy: AccuracyAuthorization? = nil, purpose: String? = nil, timeout: Double? = nil) {
             self.id = id
             self.client = client

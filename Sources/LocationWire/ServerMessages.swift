@@ -151,9 +151,10 @@ public enum ServerMessage: Equatable, Sendable {
     }
 }
 
-/// A client as the daemon saw it (`ASK.client`, an audit event's `client`): the kernel's answer and
-/// the display name it declared.
-public struct ClientInfo: Equatable, Sendable {
+/// Who a client is, as the daemon saw it: the kernel's answer (pid, uid, executable, systemd unit),
+/// plus the display name the client declared, which is never used to decide (`ASK.client`, an audit
+/// event's `client`).
+public struct ClientDescription: Hashable, Sendable {
     /// Process id (`pid`).
     public var pid: Int?
     /// User id (`uid`).
@@ -164,9 +165,10 @@ public struct ClientInfo: Equatable, Sendable {
     public var executable: String?
     /// systemd unit (`unit`).
     public var unit: String?
-    /// The name declared in `AUTHORIZE`, display text only (`name`).
+    /// The name declared in `AUTHORIZE`, display text only, not verified (`name`).
     public var name: String?
 
+    /// Makes a description; every value is optional, as on the wire.
     public init(pid: Int? = nil, uid: Int? = nil, user: String? = nil, executable: String? = nil,
                 unit: String? = nil, name: String? = nil) {
         self.pid = pid
@@ -198,7 +200,7 @@ public struct AuditRecord: Equatable, Sendable {
     /// `decision`, `delivery`, `grant` or `revoke` (`event`).
     public var event: String?
     /// The client concerned; for `grant` and `revoke` the administrator (`client`).
-    public var client: ClientInfo?
+    public var client: ClientDescription?
     /// The request, e.g. `"AUTHORIZE"` or `"REVOKE executable /usr/bin/navit"` (`request`).
     public var request: String?
     /// The resulting status, an `AuthorizationStatus` raw value (`status`; text, as the file keeps it).
@@ -208,7 +210,7 @@ public struct AuditRecord: Equatable, Sendable {
     /// Why (`reason`).
     public var reason: String?
 
-    public init(unixTime: Double? = nil, time: UTCTime? = nil, event: String?, client: ClientInfo? = nil,
+    public init(unixTime: Double? = nil, time: UTCTime? = nil, event: String?, client: ClientDescription? = nil,
                 request: String? = nil, status: String? = nil, accuracy: AccuracyAuthorization? = nil,
                 reason: String? = nil) {
         self.unixTime = unixTime

@@ -15,7 +15,7 @@ struct ServerMessageTests {
         try ServerMessage.decode(Array(line.utf8))
     }
 
-    static let navit = ClientInfo(pid: 4242, uid: 1000, user: "alice", executable: "/usr/bin/navit",
+    static let navit = ClientDescription(pid: 4242, uid: 1000, user: "alice", executable: "/usr/bin/navit",
                                   unit: "navit.service", name: "My Navigator")
 
     /// The example lines of docs/PROTOCOL.md, with the values they stand for read off the page.
@@ -51,7 +51,7 @@ struct ServerMessageTests {
          .grants(.init(persistent: [.init(subject: .executable("/usr/bin/python3.11", user: "1000"), allowed: true, accuracy: .full)]))),
         (#"{"class":"AUDIT","events":[{"unix":1764480000.5,"time":"2025-11-30T05:20:00.500Z","event":"decision","client":{"pid":4242,"uid":1000},"request":"AUTHORIZE","status":"authorizedOnce","accuracy":"full","reason":"one-time grant by [policy] default"}]}"#,
          .audit(.init(events: [.init(unixTime: 1_764_480_000.5, time: utc(2025, 11, 30, 5, 20, 0, ms: 500), event: "decision",
-                                     client: ClientInfo(pid: 4242, uid: 1000), request: "AUTHORIZE", status: "authorizedOnce",
+                                     client: ClientDescription(pid: 4242, uid: 1000), request: "AUTHORIZE", status: "authorizedOnce",
                                      accuracy: .full, reason: "one-time grant by [policy] default")]))),
     ]
 
@@ -89,7 +89,7 @@ struct ServerMessageTests {
         .authorization(.init(status: .denied, reason: "no agent is running to ask")),
         .authorization(.init(status: .authorizedPersistent, accuracy: .reduced, reason: "rule [client navit]")),
         .agent,
-        .ask(.init(id: 8, client: ClientInfo(pid: 4242, uid: 1000, executable: "/usr/bin/navit"),
+        .ask(.init(id: 8, client: ClientDescription(pid: 4242, uid: 1000, executable: "/usr/bin/navit"),
                    request: "temporaryFullAccuracy", purposeKey: "Navigation", accuracy: .full,
                    purpose: "Turn-by-turn directions need your exact position.", timeout: 30)),
         .ask(.init(id: 1, client: nil, request: nil)),
@@ -104,7 +104,7 @@ struct ServerMessageTests {
             once: [.init(pid: 4242, uid: 1000, executable: "/usr/bin/navit", accuracy: .full,
                          granted: utc(2026, 11, 30, 5, 3, 0), expires: utc(2026, 11, 30, 6, 3, 0))])),
         .audit(.init(events: [])),
-        .audit(.init(events: [.init(event: "revoke", client: ClientInfo(pid: 1, uid: 0, user: "root"),
+        .audit(.init(events: [.init(event: "revoke", client: ClientDescription(pid: 1, uid: 0, user: "root"),
                                     request: "REVOKE executable /usr/bin/navit", reason: "by administrator root (uid 0)"),
                               .init(unixTime: -0.25, event: nil)])),
     ]
