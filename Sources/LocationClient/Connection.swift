@@ -30,7 +30,7 @@ final class Connection: Sendable {
     /// The socket.
     let fd: Int32
 
-    private struct Waiter: Sendable {
+    struct Waiter: Sendable {
         let id: Int
         /// The class of the request, which an `ERROR` names.
         let requestClass: String
@@ -41,12 +41,12 @@ final class Connection: Sendable {
         let continuation: CheckedContinuation<ServerLine, any Error>
     }
 
-    private struct AgentSubscriber: Sendable {
+    struct AgentSubscriber: Sendable {
         let id: Int
         let continuation: AsyncThrowingStream<AgentEvent, any Error>.Continuation
     }
 
-    private struct Watcher: Sendable {
+    struct Watcher: Sendable {
         let id: Int
         let continuation: AsyncThrowingStream<LocationUpdate, any Error>.Continuation
         /// The fix state last reported to it; nil before the first report.
@@ -54,7 +54,7 @@ final class Connection: Sendable {
         var reason: String? = nil
     }
 
-    private struct State: Sendable {
+    struct State: Sendable {
         /// Set once, when the connection ended: what every later call fails with.
         var ended: LocationClientError? = nil
         var closedByClient = false
@@ -80,7 +80,7 @@ final class Connection: Sendable {
         var staleFullAccuracyErrors = 0
     }
 
-    private let state = Mutex(State())
+    let state = Mutex(State())
     /// Held while registering a waiter and writing its request, so that waiters queue in the order
     /// their requests reach the server.
     private let sendLock = Mutex(())
@@ -180,7 +180,7 @@ final class Connection: Sendable {
     /// Hands `result` to the oldest waiter for the reply class `replyClass` (and, when the reply carries
     /// one, `replyID`); returns false when there is none.
     @discardableResult
-    private func resolve(_ replyClass: String, id replyID: Int? = nil,
+    func resolve(_ replyClass: String, id replyID: Int? = nil,
                          with result: Result<ServerLine, LocationClientError>) -> Bool {
         let waiter = takeWaiter(replyClass: replyClass, id: replyID)
         waiter?.continuation.resume(with: result.mapError { $0 })
@@ -188,7 +188,7 @@ final class Connection: Sendable {
     }
 
     /// Removes and returns the oldest waiter for the reply class `replyClass` (and `replyID`).
-    private func takeWaiter(replyClass: String, id replyID: Int?) -> Waiter? {
+    func takeWaiter(replyClass: String, id replyID: Int?) -> Waiter? {
         state.withLock { s -> Waiter? in
             guard let index = s.waiters.firstIndex(where: {
                 $0.replyClass == replyClass && ($0.replyID == nil || $0.replyID == replyID)
@@ -200,7 +200,7 @@ final class Connection: Sendable {
     /// Fails the oldest waiter whose request is of class `requestClass` with `error` (an `ERROR` naming
     /// that class); returns false when there is none.
     @discardableResult
-    private func reject(_ requestClass: String, with error: LocationClientError) -> Bool {
+    func reject(_ requestClass: String, with error: LocationClientError) -> Bool {
         let continuation = state.withLock { s -> CheckedContinuation<ServerLine, any Error>? in
             guard let index = s.waiters.firstIndex(where: { $0.requestClass == requestClass }) else { return nil }
             return s.waiters.remove(at: index).continuation
@@ -310,148 +310,8 @@ final class Connection: Sendable {
         }
     }
 
-    private func handle(_ line: ServerLine) {
-        guard let replyClass = line.className else {
-            end(.invalidReply("not a JSON object: \(Self.excerpt(line.bytes))"))
-            return
-        }
-        let first = state.withLock { s -> Bool in
-            defer { s.greeted = true }
-            return !s.greeted
-        }
-        if first {
-            let greeting: Result<ServerLine, LocationClientError> =
-                replyClass == "ERROR" ? .failure(serverError(line)) : .success(line)
-            if !resolve("VERSION", with: greeting) { state.withLock { $0.greeting = greeting } }
-            return
-        }
-        switch replyClass {
-        case "TPV", "STATE":
-            deliverToWatcher(line)
-        case "POLL", "STATUS", "AGENT", "GRANTS", "AUDIT":
-            resolve(replyClass, with: .success(line))
-        case "AUTHORIZATION":
-            // A reply when a request waits for one; otherwise the daemon telling of a change.
-            guard let waiter = takeWaiter(replyClass: replyClass, id: nil) else {
-                deliverAuthorization(line)
-                return
-            }
-            if waiter.requestClass == "FULLACCURACY", case .authorization(let reply)? = line.message,
-               reply.status.isAuthorized, reply.accuracy != .full {
-                // Refused by the agent: the daemon follows this reply with an ERROR about the same
-                // request, which must not fail a later FULLACCURACY.
-                state.withLock { $0.staleFullAccuracyErrors += 1 }
-            }
-            waiter.continuation.resume(returning: line)
-        case "ASK":
-            guard case .ask(let ask)? = line.message else { return }
-            deliverToAgent(.ask(ask.question(json: line.text)))
-        case "ANSWERED":
-            guard case .answered(let reply)? = line.message else { return }
-            resolve(replyClass, id: reply.id, with: .success(line))
-            deliverToAgent(.answered(reply.notice))
-        case "ERROR":
-            let error = serverError(line)
-            guard case let .server(request, _) = error else { return }
-            switch request {
-            case "POLL", "STATUS":
-                if !reject(request, with: error) { state.withLock { $0.unroutedError = error } }
-            case "WATCH":
-                let watcher = state.withLock { s -> Watcher? in
-                    defer { s.watcher = nil }
-                    return s.watcher
-                }
-                if let watcher { watcher.continuation.finish(throwing: error) }
-            case "FULLACCURACY" where state.withLock({ s in
-                guard s.staleFullAccuracyErrors > 0 else { return false }
-                s.staleFullAccuracyErrors -= 1
-                return true
-            }):
-                break
-            case "ANSWER":
-                // "no question 7 is waiting ...": the question may have ended before the daemon read the
-                // answer (timed out, withdrawn, another agent first), and that ANSWERED already
-                // completed the call; then this ERROR is stale.
-                guard case let .server(_, message) = error, let id = Self.questionID(in: message) else {
-                    reject(request, with: error)
-                    return
-                }
-                let waiter = state.withLock { s -> Waiter? in
-                    guard let index = s.waiters.firstIndex(where: { $0.requestClass == request && $0.replyID == id }) else { return nil }
-                    return s.waiters.remove(at: index)
-                }
-                waiter?.continuation.resume(throwing: error)
-            case "AUTHORIZE", "AUTHORIZATION", "FULLACCURACY", "AGENT", "GRANTS", "GRANT", "REVOKE", "AUDIT":
-                // When no such request waits, there is nobody to tell.
-                reject(request, with: error)
-            default:
-                state.withLock { $0.unroutedError = error }
-            }
-        default:
-            // WATCH acknowledgements, and classes a newer daemon may add.
-            break
-        }
-    }
-
-    /// An `AUTHORIZATION` no request waited for: a `.authorization` event for the subscription.
-    private func deliverAuthorization(_ line: ServerLine) {
-        guard case .authorization(let reply)? = line.message else { return }
-        let continuation = state.withLock { $0.watcher?.continuation }
-        continuation?.yield(.authorization(reply.authorization(json: line.text)))
-    }
-
-    private func deliverToAgent(_ event: AgentEvent) {
-        let continuation = state.withLock { $0.agent?.continuation }
-        continuation?.yield(event)
-    }
-
-    /// The `ERROR` in `line`; an unreadable one names request `"?"` with an empty message.
-    private func serverError(_ line: ServerLine) -> LocationClientError {
-        guard case .error(let reply)? = line.message else { return .server(request: "?", message: "") }
-        return .server(request: reply.request ?? "?", message: reply.message ?? "")
-    }
-
-    /// Turns a TPV or STATE line into subscription events; only fix-state changes become `.state`.
-    private func deliverToWatcher(_ line: ServerLine) {
-        guard state.withLock({ $0.watcher != nil }) else { return }
-        var location: Location? = nil
-        var fix: Bool
-        var reason: String? = nil
-        let replyClass: String
-        switch line.message {
-        case .tpv(let tpv)?:
-            replyClass = "TPV"
-            location = tpv.location(json: line.text)
-            if location == nil && tpv.mode != .noFix { return }  // 2D/3D without a position: nothing to say
-            fix = location != nil
-        case .state(let reply)?:
-            replyClass = "STATE"
-            fix = reply.fix
-            reason = reply.reason
-        default:
-            return
-        }
-        let (continuation, events) = state.withLock { s -> (AsyncThrowingStream<LocationUpdate, any Error>.Continuation?, [LocationUpdate]) in
-            guard var watcher = s.watcher else { return (nil, []) }
-            var events: [LocationUpdate] = []
-            // The first report says "no fix yet" when there is none; a fix is news only after one was lost.
-            let changed = fix
-                ? watcher.fix == false
-                : watcher.fix != false || (replyClass == "STATE" && reason != nil && reason != watcher.reason)
-            if changed {
-                events.append(.state(fix: fix, reason: fix ? nil : reason))
-                watcher.fix = fix
-                watcher.reason = fix ? nil : reason
-            }
-            if let location { events.append(.location(location)) }
-            s.watcher = watcher
-            return (watcher.continuation, events)
-        }
-        for event in events { continuation?.yield(event) }
-    }
-
     /// The connection is over: fail every waiter, finish the subscription, shut the socket down.
-    private func end(_ error: LocationClientError) {
+    func end(_ error: LocationClientError) {
         let taken = state.withLock { s -> (LocationClientError, Bool, [Waiter], Watcher?, AgentSubscriber?)? in
             guard s.ended == nil else { return nil }
             let final = s.closedByClient ? .disconnected : (s.unroutedError ?? error)
@@ -486,7 +346,7 @@ final class Connection: Sendable {
         return Int(digits)
     }
 
-    private static func excerpt(_ line: [UInt8]) -> String {
+    static func excerpt(_ line: [UInt8]) -> String {
         let text = String(decoding: line.prefix(80), as: UTF8.self)
         return line.count > 80 ? text + "…" : text
     }
