@@ -91,16 +91,17 @@ extension ServerMessage {
 
 extension ServerMessage {
     /// `AUTHORIZATION`: the client's authorization status, accuracy authorization and the reason.
-    /// The status and accuracy as text (their raw values); the typed overload is the safer spelling.
+    /// - Precondition: `status` is an `AuthorizationStatus` raw value and `accuracy`, when given, an
+    ///   `AccuracyAuthorization` one (a programmer error otherwise); the typed overload says so in types.
     public static func authorization(status: String, accuracy: String?, reason: String) -> [UInt8] {
-        var w = JSONObjectWriter()
-        w.begin()
-        w.field("class", "AUTHORIZATION")
-        w.field("status", status)
-        w.field("accuracy", accuracy)
-        w.field("reason", reason)
-        w.end()
-        return w.bytes
+        guard let typedStatus = AuthorizationStatus(rawValue: status) else {
+            preconditionFailure("not an authorization status: \(status)")
+        }
+        let typedAccuracy = accuracy.map { text -> AccuracyAuthorization in
+            guard let value = AccuracyAuthorization(rawValue: text) else { preconditionFailure("not an accuracy: \(text)") }
+            return value
+        }
+        return authorization(status: typedStatus, accuracy: typedAccuracy, reason: reason)
     }
 
     /// `AUTHORIZATION` from the shared vocabulary: `accuracy` only when authorized.

@@ -8,11 +8,13 @@ public struct ServerMessageError: Error, Equatable, Sendable, CustomStringConver
     /// `"unknown class \"SKY\""`.
     public var message: String
 
+    /// Makes the value; each parameter is the property of the same name (units there).
     public init(className: String?, message: String) {
         self.className = className
         self.message = message
     }
 
+    /// The message.
     public var description: String { message }
 }
 

@@ -45,6 +45,7 @@ extension ServerMessage {
         /// How precisely the policy let this client see it (`accuracy`); nil outside the daemon.
         public var accuracy: AccuracyAuthorization?
 
+        /// Makes the value; each parameter is the property of the same name (units there).
         public init(device: String? = nil, mode: FixMode = .noFix, status: Int? = nil, time: UTCTime? = nil,
                     latitude: Double? = nil, longitude: Double? = nil, altitudeHAE: Double? = nil,
                     altitudeMSL: Double? = nil, geoidSeparation: Double? = nil, speed: Double? = nil,
@@ -159,6 +160,7 @@ extension ServerMessage {
             /// Higher wins while it has a fix (`priority`).
             public var priority: Int?
 
+            /// Makes the value; each parameter is the property of the same name (units there).
             public init(name: String?, type: String?, path: String? = nil, state: String?, reason: String? = nil,
                         speed: Int? = nil, connectedSince: UTCTime? = nil, sentences: Int? = nil, fixes: Int? = nil,
                         errors: Int? = nil, lastFixTime: UTCTime? = nil, priority: Int? = nil) {
@@ -185,6 +187,7 @@ extension ServerMessage {
         /// The configured receivers (`receivers`; absent reads as none).
         public var receivers: [Receiver]
 
+        /// Makes the value; each parameter is the property of the same name (units there).
         public init(mode: FixMode?, clients: Int?, receivers: [Receiver]) {
             self.mode = mode
             self.clients = clients
@@ -233,6 +236,7 @@ extension ServerMessage {
         /// Seconds the daemon waits for an answer (`timeout`).
         public var timeout: Double?
 
+        /// Makes the value; each parameter is the property of the same name (units there).
         public init(id: Int, client: ClientDescription?, request: String?, purposeKey: String? = nil,
                     accuracy: AccuracyAuthorization? = nil, purpose: String? = nil, timeout: Double? = nil) {
             self.id = id
@@ -252,133 +256,6 @@ extension ServerMessage {
             w.field("accuracy", accuracy?.rawValue)
             w.field("purpose", purpose)
             w.field("timeout", timeout)
-        }
-    }
-
-    /// `GRANTS`: the reply to `GRANTS`, `GRANT` and `REVOKE`.
-    public struct Grants: Equatable, Sendable {
-        /// A stored decision (`persistent[]`).
-        public struct Stored: Equatable, Sendable {
-            /// Whom it is about (`executable` or `unit`, with `user` when for that user's program only,
-            /// or `user` alone); nil when the entry names none.
-            public var subject: GrantTarget?
-            /// True for a grant, false for a remembered refusal (`allowed`).
-            public var allowed: Bool?
-            /// The accuracy granted (`accuracy`).
-            public var accuracy: AccuracyAuthorization?
-            /// When it was made, UTC (`created`).
-            public var created: UTCTime?
-            /// When it expires, UTC; nil: never (`expires`).
-            public var expires: UTCTime?
-            /// Who decided, e.g. `"agent root (uid 0)"` (`decidedBy`).
-            public var decidedBy: String?
-
-            public init(subject: GrantTarget?, allowed: Bool?, accuracy: AccuracyAuthorization?,
-                        created: UTCTime? = nil, expires: UTCTime? = nil, decidedBy: String? = nil) {
-                self.subject = subject
-                self.allowed = allowed
-                self.accuracy = accuracy
-                self.created = created
-                self.expires = expires
-                self.decidedBy = decidedBy
-            }
-        }
-
-        /// A pre-approved one-time grant (`preapproved[]`).
-        public struct Preapproved: Equatable, Sendable {
-            /// Whom it is about (the subject members, as `Stored.subject`).
-            public var subject: GrantTarget?
-            /// The accuracy it grants (`accuracy`).
-            public var accuracy: AccuracyAuthorization?
-            /// When it was made, UTC (`created`).
-            public var created: UTCTime?
-            /// When it lapses unused, UTC (`expires`).
-            public var expires: UTCTime?
-
-            public init(subject: GrantTarget?, accuracy: AccuracyAuthorization?, created: UTCTime? = nil,
-                        expires: UTCTime? = nil) {
-                self.subject = subject
-                self.accuracy = accuracy
-                self.created = created
-                self.expires = expires
-            }
-        }
-
-        /// A live one-time grant of a connected client (`once[]`).
-        public struct OneTime: Equatable, Sendable {
-            /// Process id (`pid`).
-            public var pid: Int?
-            /// User id (`uid`).
-            public var uid: Int?
-            /// Executable (`exe`).
-            public var executable: String?
-            /// systemd unit (`unit`).
-            public var unit: String?
-            /// The accuracy it gets now (`accuracy`).
-            public var accuracy: AccuracyAuthorization?
-            /// When it was granted, UTC (`granted`).
-            public var granted: UTCTime?
-            /// When it ends at the latest, UTC (`expires`).
-            public var expires: UTCTime?
-
-            public init(pid: Int?, uid: Int?, executable: String? = nil, unit: String? = nil,
-                        accuracy: AccuracyAuthorization?, granted: UTCTime? = nil, expires: UTCTime? = nil) {
-                self.pid = pid
-                self.uid = uid
-                self.executable = executable
-                self.unit = unit
-                self.accuracy = accuracy
-                self.granted = granted
-                self.expires = expires
-            }
-        }
-
-        public var persistent: [Stored]
-        public var preapproved: [Preapproved]
-        public var once: [OneTime]
-
-        public init(persistent: [Stored] = [], preapproved: [Preapproved] = [], once: [OneTime] = []) {
-            self.persistent = persistent
-            self.preapproved = preapproved
-            self.once = once
-        }
-
-        func writeMembers(to w: inout JSONObjectWriter) {
-            w.beginArray("persistent")
-            for g in persistent {
-                w.beginElement()
-                g.subject?.write(to: &w)
-                if let allowed = g.allowed { w.field("allowed", allowed) }
-                w.field("accuracy", g.accuracy?.rawValue)
-                w.field("created", g.created)
-                w.field("expires", g.expires)
-                w.field("decidedBy", g.decidedBy)
-                w.endElement()
-            }
-            w.endArray()
-            w.beginArray("preapproved")
-            for p in preapproved {
-                w.beginElement()
-                p.subject?.write(to: &w)
-                w.field("accuracy", p.accuracy?.rawValue)
-                w.field("created", p.created)
-                w.field("expires", p.expires)
-                w.endElement()
-            }
-            w.endArray()
-            w.beginArray("once")
-            for o in once {
-                w.beginElement()
-                w.field("pid", o.pid)
-                w.field("uid", o.uid)
-                w.field("exe", o.executable)
-                w.field("unit", o.unit)
-                w.field("accuracy", o.accuracy?.rawValue)
-                w.field("granted", o.granted)
-                w.field("expires", o.expires)
-                w.endElement()
-            }
-            w.endArray()
         }
     }
 }

@@ -9,19 +9,31 @@ import LocationCore
 /// `AUTHORIZATION.status`, `ASK.id`, `ANSWERED.id`). Encoding leaves nil members out and writes the
 /// rest in the order of the protocol page.
 public enum ServerMessage: Equatable, Sendable {
+    /// `VERSION`, the greeting.
     case version(Version)
+    /// `ERROR`: a request failed.
     case error(Failure)
+    /// The `WATCH` acknowledgement.
     case watch(Watch)
+    /// `STATE`: the fix was lost or came back.
     case state(State)
+    /// The `POLL` reply.
     case poll(Poll)
+    /// `TPV`: a location report.
     case tpv(TPV)
+    /// The `STATUS` reply.
     case status(Status)
+    /// `AUTHORIZATION`: the client's status (a reply, or unasked on a change).
     case authorization(Authorization)
     /// `{"class":"AGENT"}`: the connection is now an agent.
     case agent
+    /// `ASK`: a question for the agents.
     case ask(Ask)
+    /// `ANSWERED`: how a question ended.
     case answered(Answered)
+    /// `GRANTS`: the reply to `GRANTS`, `GRANT` and `REVOKE`.
     case grants(Grants)
+    /// The `AUDIT` reply.
     case audit(Audit)
 
     /// The message's `class`, e.g. `"TPV"`.
@@ -52,6 +64,7 @@ public enum ServerMessage: Equatable, Sendable {
         /// Compatible additions bump this (`proto_minor`).
         public var protocolMinor: Int?
 
+        /// Makes the value; each parameter is the property of the same name (units there).
         public init(release: String?, protocolMajor: Int = ProtocolVersion.major,
                     protocolMinor: Int? = ProtocolVersion.minor) {
             self.release = release
@@ -67,6 +80,7 @@ public enum ServerMessage: Equatable, Sendable {
         /// What went wrong, e.g. `"no fix within 10 s"` (`message`).
         public var message: String?
 
+        /// Makes the value; each parameter is the property of the same name (units there).
         public init(request: String?, message: String?) {
             self.request = request
             self.message = message
@@ -82,6 +96,7 @@ public enum ServerMessage: Equatable, Sendable {
         /// Metres a position must move from the last delivered one (`distanceFilter`).
         public var distanceFilter: Double?
 
+        /// Makes the value; each parameter is the property of the same name (units there).
         public init(enable: Bool?, minInterval: Double?, distanceFilter: Double?) {
             self.enable = enable
             self.minInterval = minInterval
@@ -96,6 +111,7 @@ public enum ServerMessage: Equatable, Sendable {
         /// Why there is none, e.g. `"no receiver has a fix"` (`reason`).
         public var reason: String?
 
+        /// Makes the value; each parameter is the property of the same name (units there).
         public init(fix: Bool, reason: String? = nil) {
             self.fix = fix
             self.reason = reason
@@ -107,6 +123,7 @@ public enum ServerMessage: Equatable, Sendable {
         /// The fixes (`tpv`); the server sends one.
         public var tpv: [TPV]
 
+        /// Makes the value; each parameter is the property of the same name (units there).
         public init(tpv: [TPV]) { self.tpv = tpv }
     }
 
@@ -119,6 +136,7 @@ public enum ServerMessage: Equatable, Sendable {
         /// Why, in words (`reason`).
         public var reason: String?
 
+        /// Makes the value; each parameter is the property of the same name (units there).
         public init(status: AuthorizationStatus, accuracy: AccuracyAuthorization? = nil, reason: String? = nil) {
             self.status = status
             self.accuracy = accuracy
@@ -136,6 +154,7 @@ public enum ServerMessage: Equatable, Sendable {
         /// Who answered, e.g. `"root (uid 0)"`, `"nobody"` on a timeout (`by`).
         public var by: String?
 
+        /// Makes the value; each parameter is the property of the same name (units there).
         public init(id: Int, answer: String?, by: String?) {
             self.id = id
             self.answer = answer
@@ -145,8 +164,10 @@ public enum ServerMessage: Equatable, Sendable {
 
     /// `AUDIT` reply: the audit events, oldest first (`events`).
     public struct Audit: Equatable, Sendable {
+        /// The events, oldest first.
         public var events: [AuditRecord]
 
+        /// Makes the value; each parameter is the property of the same name (units there).
         public init(events: [AuditRecord]) { self.events = events }
     }
 }
@@ -210,6 +231,7 @@ public struct AuditRecord: Equatable, Sendable {
     /// Why (`reason`).
     public var reason: String?
 
+    /// Makes the value; each parameter is the property of the same name (units there).
     public init(unixTime: Double? = nil, time: UTCTime? = nil, event: String?, client: ClientDescription? = nil,
                 request: String? = nil, status: String? = nil, accuracy: AccuracyAuthorization? = nil,
                 reason: String? = nil) {

@@ -18,6 +18,7 @@ public enum AccuracyAuthorization: String, Sendable, Hashable, Codable, Comparab
     /// Core Location's name for `reduced` (`CLAccuracyAuthorization.reducedAccuracy`).
     public static var reducedAccuracy: Self { .reduced }
 
+    /// `reduced` is less than `full`.
     public static func < (a: Self, b: Self) -> Bool { a == .reduced && b == .full }
 }
 
