@@ -28,7 +28,7 @@ let package = Package(
         // Receivers: serial NMEA, gpsd through libgps, capture replay; failover between them.
         .target(name: "LocationSources", dependencies: ["NMEA", "LocationCore", "LocationPosix", "CLibgps"]),
         // The permission policy: identity, rules, grants, decisions, reduced accuracy. Pure logic, no I/O.
-        .target(name: "LocationPolicy", dependencies: ["LocationCore"]),
+        .target(name: "LocationPolicy", dependencies: ["LocationCore", "LocationWire"]),
         // inih, Debian's libinih-dev: the config file parser.
         .systemLibrary(name: "CInih", providers: [.apt(["libinih-dev"])]),
         // libsystemd's sd-daemon API: socket activation, readiness, watchdog.
@@ -44,7 +44,7 @@ let package = Package(
         .testTarget(name: "LocationWireTests", dependencies: ["LocationWire", "LocationCore"]),
         .target(name: "TestSupport", dependencies: ["LocationPosix"], path: "Tests/TestSupport"),
         .testTarget(name: "LocationServerTests", dependencies: ["LocationServer", "LocationSources", "LocationWire", "LocationPosix", "LocationCore", "NMEA", "LocationPolicy", "TestSupport"]),
-        .testTarget(name: "LocationPolicyTests", dependencies: ["LocationPolicy", "LocationCore"]),
+        .testTarget(name: "LocationPolicyTests", dependencies: ["LocationPolicy", "LocationCore", "LocationWire"]),
         .testTarget(name: "LocationSourcesTests", dependencies: ["LocationSources", "LocationPosix", "NMEA", "LocationCore"]),
         // The systemd units, socket activation, readiness/watchdog, reload and install, on the real binary.
         .testTarget(name: "SystemdTests", dependencies: ["LocationPosix", "TestSupport"]),

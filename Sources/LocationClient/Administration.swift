@@ -1,36 +1,11 @@
 import LocationCore
+import LocationWire
 
 // The agent's and the administrator's side of the policy (docs/PROTOCOL.md "Agents and
 // administrators"): pending questions, answers, grants and the audit trail, as values.
 
-/// Who a client is, as the daemon saw it: the kernel's answer (pid, uid, executable, systemd unit),
-/// plus the display name the client declared, which is never used to decide (`ASK.client`,
-/// an audit event's `client`).
-public struct ClientDescription: Hashable, Sendable {
-    /// Process id.
-    public var pid: Int?
-    /// User id.
-    public var uid: Int?
-    /// User name, when the uid has one.
-    public var user: String?
-    /// The executable's path, from `/proc/PID/exe` (`exe`).
-    public var executable: String?
-    /// The systemd unit the process runs in, e.g. `navit.service`.
-    public var unit: String?
-    /// The name the client declared in `AUTHORIZE` — display text only, not verified.
-    public var name: String?
-
-    /// Makes a description; every value is optional, as on the wire.
-    public init(pid: Int? = nil, uid: Int? = nil, user: String? = nil, executable: String? = nil,
-                unit: String? = nil, name: String? = nil) {
-        self.pid = pid
-        self.uid = uid
-        self.user = user
-        self.executable = executable
-        self.unit = unit
-        self.name = name
-    }
-}
+/// Who a client is, as the daemon saw it (`ASK.client`, an audit event's `client`): LocationWire's.
+public typealias ClientDescription = LocationWire.ClientDescription
 
 /// A pending authorization request the daemon asks the agents about (`ASK`).
 public struct AgentQuestion: Hashable, Sendable {
@@ -66,16 +41,6 @@ public struct AgentQuestion: Hashable, Sendable {
     }
 }
 
-/// An agent's answer to a question (`ANSWER.answer`).
-public enum AgentAnswer: String, Hashable, Sendable, CaseIterable {
-    /// Allow for the asking connection only ("Allow Once").
-    case allowOnce
-    /// Allow and remember, across connections and restarts ("Allow Always").
-    case allowAlways
-    /// Refuse; the refusal is remembered, so the client's program is not asked about again.
-    case deny
-}
-
 /// How a question ended (`ANSWERED`), told to every agent.
 public struct AnsweredNotice: Hashable, Sendable {
     /// The question's id.
@@ -102,27 +67,8 @@ public enum AgentEvent: Hashable, Sendable {
     case answered(AnsweredNotice)
 }
 
-/// Whom a grant is about (`GRANT`/`REVOKE` and the stored grants): a program — an executable path or a
-/// systemd unit — of one user or of every user, or every program of a user.
-public enum GrantSubject: Hashable, Sendable, CustomStringConvertible {
-    /// Programs run from this path (as the kernel reports it: symbolic links resolved); of `user` only
-    /// when given (a name, or a uid as digits). An agent's answers are stored this way, with the uid.
-    case executable(String, user: String? = nil)
-    /// Processes in this systemd unit, e.g. `navit.service`; of `user` only when given.
-    case unit(String, user: String? = nil)
-    /// Every program of this user (a name, or a uid as digits).
-    case user(String)
-
-    /// `executable /usr/bin/navit`, `executable /usr/bin/python3 of user 1000`, `unit navit.service`,
-    /// `user alice`.
-    public var description: String {
-        switch self {
-        case let .executable(path, user): return "executable \(path)" + (user.map { " of user \($0)" } ?? "")
-        case let .unit(unit, user): return "unit \(unit)" + (user.map { " of user \($0)" } ?? "")
-        case .user(let user): return "user \(user)"
-        }
-    }
-}
+/// Whom a grant is about (`GRANT`/`REVOKE` and the stored grants): LocationWire's `GrantTarget`.
+public typealias GrantSubject = GrantTarget
 
 /// The daemon's grants: the reply to `GRANTS`, `GRANT` and `REVOKE`.
 public struct GrantList: Hashable, Sendable {

@@ -1,33 +1,18 @@
-/// A client's authorization status (docs/PROTOCOL.md "AUTHORIZATION"), under Core Location's names
-/// (`CLAuthorizationStatus`), with the daemon's one-time and persistent grants in place of "when in use"
-/// and "always".
-public enum AuthorizationStatus: String, Hashable, Sendable, CaseIterable {
-    /// Not asked yet, or a one-time grant ended (the connection's grant expired or was revoked).
-    case notDetermined
-    /// Refused: by an agent, by a stored decision (which is not asked again), or because no agent was
-    /// running or none answered in time (the reason says which).
-    case denied
-    /// A rule in the daemon's configuration forbids this client; no agent can change that.
-    case restricted
-    /// Allowed for this connection only, until it closes or the daemon's `once-lifetime` passes
-    /// (iOS "Allow Once").
-    case authorizedOnce
-    /// Allowed across connections and daemon restarts (a stored grant or an `always` rule).
-    case authorizedPersistent
+import LocationWire
 
-    /// True for `authorizedOnce` and `authorizedPersistent`: the daemon sends locations.
-    public var isAuthorized: Bool {
-        self == .authorizedOnce || self == .authorizedPersistent
-    }
-}
+/// A client's authorization status (docs/PROTOCOL.md "AUTHORIZATION"): LocationWire's, the one the
+/// daemon's policy uses.
+public typealias AuthorizationStatus = LocationWire.AuthorizationStatus
 
-/// The kind of authorization a client asks for (`AUTHORIZE.authorization`).
-public enum AuthorizationKind: String, Hashable, Sendable, CaseIterable {
-    /// For this connection only ("Allow Once").
-    case once
-    /// Remembered across connections and restarts ("Allow Always").
-    case persistent
-}
+/// The kind of authorization a client asks for (`AUTHORIZE.authorization`) or grants (`GRANT.kind`).
+public typealias AuthorizationKind = LocationWire.AuthorizationKind
+
+/// How precisely the daemon's policy lets this client see locations (Core Location's
+/// `CLAccuracyAuthorization`; `.fullAccuracy` and `.reducedAccuracy` name its two cases).
+public typealias AccuracyAuthorization = LocationWire.AccuracyAuthorization
+
+/// An agent's answer to a question (`ANSWER.answer`): `.allowOnce`, `.allowAlways` or `.deny`.
+public typealias AgentAnswer = LocationWire.AnswerChoice
 
 /// A client's authorization as the daemon stated it: the `AUTHORIZATION` object.
 public struct Authorization: Hashable, Sendable {

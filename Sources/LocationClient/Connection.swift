@@ -2,7 +2,6 @@
 import Glibc
 #endif
 import Dispatch
-import FoundationEssentials
 import LocationCore
 import LocationPosix
 import LocationWire
@@ -31,7 +30,7 @@ final class Connection: Sendable {
     /// The socket.
     let fd: Int32
 
-    private struct Waiter: Sendable {
+    struct Waiter: Sendable {
         let id: Int
         /// The class of the request, which an `ERROR` names.
         let requestClass: String
@@ -39,15 +38,15 @@ final class Connection: Sendable {
         let replyClass: String
         /// For `ANSWERED`: the id the reply must carry.
         let replyID: Int?
-        let continuation: CheckedContinuation<[UInt8], any Error>
+        let continuation: CheckedContinuation<ServerLine, any Error>
     }
 
-    private struct AgentSubscriber: Sendable {
+    struct AgentSubscriber: Sendable {
         let id: Int
         let continuation: AsyncThrowingStream<AgentEvent, any Error>.Continuation
     }
 
-    private struct Watcher: Sendable {
+    struct Watcher: Sendable {
         let id: Int
         let continuation: AsyncThrowingStream<LocationUpdate, any Error>.Continuation
         /// The fix state last reported to it; nil before the first report.
@@ -55,7 +54,7 @@ final class Connection: Sendable {
         var reason: String? = nil
     }
 
-    private struct State: Sendable {
+    struct State: Sendable {
         /// Set once, when the connection ended: what every later call fails with.
         var ended: LocationClientError? = nil
         var closedByClient = false
@@ -71,7 +70,7 @@ final class Connection: Sendable {
         var agent: AgentSubscriber? = nil
         /// Whether the first line (the greeting) has arrived; the greeting itself while nobody waits for it.
         var greeted = false
-        var greeting: Result<[UInt8], LocationClientError>? = nil
+        var greeting: Result<ServerLine, LocationClientError>? = nil
         /// An `ERROR` no request claimed (request `"?"`): reported instead of `.disconnected` if the
         /// server then closes the connection (too many clients, flooding).
         var unroutedError: LocationClientError? = nil
@@ -81,7 +80,7 @@ final class Connection: Sendable {
         var staleFullAccuracyErrors = 0
     }
 
-    private let state = Mutex(State())
+    let state = Mutex(State())
     /// Held while registering a waiter and writing its request, so that waiters queue in the order
     /// their requests reach the server.
     private let sendLock = Mutex(())
@@ -119,11 +118,11 @@ final class Connection: Sendable {
     ///     `"AUTHORIZATION"`, `"GRANTS"`, ...).
     ///   - replyID: for replies that carry an id (`ANSWERED`), the one to wait for.
     ///   - timeout: seconds to wait for the reply.
-    /// - Returns: the reply line, without its newline.
+    /// - Returns: the reply line (without its newline) and the message LocationWire read in it.
     /// - Throws: `LocationClientError` (`.server` for an `ERROR` naming the request, `.timedOut`,
     ///   `.disconnected`), `CancellationError` when the task is cancelled.
     func roundTrip(_ request: [UInt8]?, requestClass: String? = nil, replyClass: String, replyID: Int? = nil,
-                   timeout: Double) async throws -> [UInt8] {
+                   timeout: Double) async throws -> ServerLine {
         let id = state.withLock { s in
             let id = s.nextID
             s.nextID += 1
@@ -145,7 +144,7 @@ final class Connection: Sendable {
 
     private func register(_ waiter: Waiter, request: [UInt8]?) {
         sendLock.withLock { _ in
-            let immediate: Result<[UInt8], any Error>? = state.withLock { s in
+            let immediate: Result<ServerLine, any Error>? = state.withLock { s in
                 s.unregistered.remove(waiter.id)
                 if let early = s.earlyFailures.removeValue(forKey: waiter.id) { return .failure(early) }
                 if waiter.replyClass == "VERSION", let greeting = s.greeting {
@@ -168,7 +167,7 @@ final class Connection: Sendable {
 
     /// Fails the waiter `id` with `error`, if it still waits (or has not registered yet).
     private func fail(_ id: Int, with error: any Error) {
-        let continuation = state.withLock { s -> CheckedContinuation<[UInt8], any Error>? in
+        let continuation = state.withLock { s -> CheckedContinuation<ServerLine, any Error>? in
             if let index = s.waiters.firstIndex(where: { $0.id == id }) {
                 return s.waiters.remove(at: index).continuation
             }
@@ -181,15 +180,15 @@ final class Connection: Sendable {
     /// Hands `result` to the oldest waiter for the reply class `replyClass` (and, when the reply carries
     /// one, `replyID`); returns false when there is none.
     @discardableResult
-    private func resolve(_ replyClass: String, id replyID: Int? = nil,
-                         with result: Result<[UInt8], LocationClientError>) -> Bool {
+    func resolve(_ replyClass: String, id replyID: Int? = nil,
+                         with result: Result<ServerLine, LocationClientError>) -> Bool {
         let waiter = takeWaiter(replyClass: replyClass, id: replyID)
         waiter?.continuation.resume(with: result.mapError { $0 })
         return waiter != nil
     }
 
     /// Removes and returns the oldest waiter for the reply class `replyClass` (and `replyID`).
-    private func takeWaiter(replyClass: String, id replyID: Int?) -> Waiter? {
+    func takeWaiter(replyClass: String, id replyID: Int?) -> Waiter? {
         state.withLock { s -> Waiter? in
             guard let index = s.waiters.firstIndex(where: {
                 $0.replyClass == replyClass && ($0.replyID == nil || $0.replyID == replyID)
@@ -201,8 +200,8 @@ final class Connection: Sendable {
     /// Fails the oldest waiter whose request is of class `requestClass` with `error` (an `ERROR` naming
     /// that class); returns false when there is none.
     @discardableResult
-    private func reject(_ requestClass: String, with error: LocationClientError) -> Bool {
-        let continuation = state.withLock { s -> CheckedContinuation<[UInt8], any Error>? in
+    func reject(_ requestClass: String, with error: LocationClientError) -> Bool {
+        let continuation = state.withLock { s -> CheckedContinuation<ServerLine, any Error>? in
             guard let index = s.waiters.firstIndex(where: { $0.requestClass == requestClass }) else { return nil }
             return s.waiters.remove(at: index).continuation
         }
@@ -290,7 +289,6 @@ final class Connection: Sendable {
     private func readLoop() {
         var framer = LineFramer(maximumLineLength: Self.maximumLineLength)
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
-        let decoder = JSONDecoder()
         while true {
             let result = buffer.withUnsafeMutableBytes { FileDescriptorOps.read(fd, into: $0) }
             switch result {
@@ -299,7 +297,7 @@ final class Connection: Sendable {
                 return
             case .success(let count):
                 do {
-                    try framer.append(buffer[0..<count]) { handle($0, decoder: decoder) }
+                    try framer.append(buffer[0..<count]) { handle(ServerLine($0)) }
                 } catch {
                     end(.invalidReply("a line longer than \(error.maximumLineLength) bytes"))
                     return
@@ -312,147 +310,8 @@ final class Connection: Sendable {
         }
     }
 
-    private func handle(_ line: [UInt8], decoder: JSONDecoder) {
-        guard let envelope = decodeLine(Envelope.self, line, with: decoder) else {
-            end(.invalidReply("not a JSON object: \(Self.excerpt(line))"))
-            return
-        }
-        let replyClass = envelope.class ?? ""
-        let first = state.withLock { s -> Bool in
-            defer { s.greeted = true }
-            return !s.greeted
-        }
-        if first {
-            let greeting: Result<[UInt8], LocationClientError> =
-                replyClass == "ERROR" ? .failure(serverError(line, decoder: decoder)) : .success(line)
-            if !resolve("VERSION", with: greeting) { state.withLock { $0.greeting = greeting } }
-            return
-        }
-        switch replyClass {
-        case "TPV", "STATE":
-            deliverToWatcher(line, replyClass: replyClass, decoder: decoder)
-        case "POLL", "STATUS", "AGENT", "GRANTS", "AUDIT":
-            resolve(replyClass, with: .success(line))
-        case "AUTHORIZATION":
-            // A reply when a request waits for one; otherwise the daemon telling of a change.
-            guard let waiter = takeWaiter(replyClass: replyClass, id: nil) else {
-                deliverAuthorization(line, decoder: decoder)
-                return
-            }
-            if waiter.requestClass == "FULLACCURACY",
-               let reply = decodeLine(AuthorizationReply.self, line, with: decoder),
-               reply.status.flatMap(AuthorizationStatus.init(rawValue:))?.isAuthorized == true, reply.accuracy != "full" {
-                // Refused by the agent: the daemon follows this reply with an ERROR about the same
-                // request, which must not fail a later FULLACCURACY.
-                state.withLock { $0.staleFullAccuracyErrors += 1 }
-            }
-            waiter.continuation.resume(returning: line)
-        case "ASK":
-            guard let ask = decodeLine(AskReply.self, line, with: decoder)?.question(json: String(decoding: line, as: UTF8.self))
-            else { return }
-            deliverToAgent(.ask(ask))
-        case "ANSWERED":
-            guard let reply = decodeLine(AnsweredReply.self, line, with: decoder), let id = reply.id else { return }
-            resolve(replyClass, id: id, with: .success(line))
-            deliverToAgent(.answered(reply.notice(id: id)))
-        case "ERROR":
-            let error = serverError(line, decoder: decoder)
-            guard case let .server(request, _) = error else { return }
-            switch request {
-            case "POLL", "STATUS":
-                if !reject(request, with: error) { state.withLock { $0.unroutedError = error } }
-            case "WATCH":
-                let watcher = state.withLock { s -> Watcher? in
-                    defer { s.watcher = nil }
-                    return s.watcher
-                }
-                if let watcher { watcher.continuation.finish(throwing: error) }
-            case "FULLACCURACY" where state.withLock({ s in
-                guard s.staleFullAccuracyErrors > 0 else { return false }
-                s.staleFullAccuracyErrors -= 1
-                return true
-            }):
-                break
-            case "ANSWER":
-                // "no question 7 is waiting ...": the question may have ended before the daemon read the
-                // answer (timed out, withdrawn, another agent first), and that ANSWERED already
-                // completed the call; then this ERROR is stale.
-                guard case let .server(_, message) = error, let id = Self.questionID(in: message) else {
-                    reject(request, with: error)
-                    return
-                }
-                let waiter = state.withLock { s -> Waiter? in
-                    guard let index = s.waiters.firstIndex(where: { $0.requestClass == request && $0.replyID == id }) else { return nil }
-                    return s.waiters.remove(at: index)
-                }
-                waiter?.continuation.resume(throwing: error)
-            case "AUTHORIZE", "AUTHORIZATION", "FULLACCURACY", "AGENT", "GRANTS", "GRANT", "REVOKE", "AUDIT":
-                // When no such request waits, there is nobody to tell.
-                reject(request, with: error)
-            default:
-                state.withLock { $0.unroutedError = error }
-            }
-        default:
-            // WATCH acknowledgements, and classes a newer daemon may add.
-            break
-        }
-    }
-
-    /// An `AUTHORIZATION` no request waited for: a `.authorization` event for the subscription.
-    private func deliverAuthorization(_ line: [UInt8], decoder: JSONDecoder) {
-        guard let authorization = decodeLine(AuthorizationReply.self, line, with: decoder)?
-            .authorization(json: String(decoding: line, as: UTF8.self)) else { return }
-        let continuation = state.withLock { $0.watcher?.continuation }
-        continuation?.yield(.authorization(authorization))
-    }
-
-    private func deliverToAgent(_ event: AgentEvent) {
-        let continuation = state.withLock { $0.agent?.continuation }
-        continuation?.yield(event)
-    }
-
-    private func serverError(_ line: [UInt8], decoder: JSONDecoder) -> LocationClientError {
-        let reply = decodeLine(ErrorReply.self, line, with: decoder)
-        return .server(request: reply?.request ?? "?", message: reply?.message ?? "")
-    }
-
-    /// Turns a TPV or STATE line into subscription events; only fix-state changes become `.state`.
-    private func deliverToWatcher(_ line: [UInt8], replyClass: String, decoder: JSONDecoder) {
-        guard state.withLock({ $0.watcher != nil }) else { return }
-        var location: Location? = nil
-        var fix: Bool
-        var reason: String? = nil
-        if replyClass == "TPV" {
-            guard let tpv = decodeLine(TPVReply.self, line, with: decoder) else { return }
-            location = tpv.location(json: String(decoding: line, as: UTF8.self))
-            if location == nil && tpv.fixMode != .noFix { return }  // 2D/3D without a position: nothing to say
-            fix = location != nil
-        } else {
-            guard let reply = decodeLine(StateReply.self, line, with: decoder), let value = reply.fix else { return }
-            fix = value
-            reason = reply.reason
-        }
-        let (continuation, events) = state.withLock { s -> (AsyncThrowingStream<LocationUpdate, any Error>.Continuation?, [LocationUpdate]) in
-            guard var watcher = s.watcher else { return (nil, []) }
-            var events: [LocationUpdate] = []
-            // The first report says "no fix yet" when there is none; a fix is news only after one was lost.
-            let changed = fix
-                ? watcher.fix == false
-                : watcher.fix != false || (replyClass == "STATE" && reason != nil && reason != watcher.reason)
-            if changed {
-                events.append(.state(fix: fix, reason: fix ? nil : reason))
-                watcher.fix = fix
-                watcher.reason = fix ? nil : reason
-            }
-            if let location { events.append(.location(location)) }
-            s.watcher = watcher
-            return (watcher.continuation, events)
-        }
-        for event in events { continuation?.yield(event) }
-    }
-
     /// The connection is over: fail every waiter, finish the subscription, shut the socket down.
-    private func end(_ error: LocationClientError) {
+    func end(_ error: LocationClientError) {
         let taken = state.withLock { s -> (LocationClientError, Bool, [Waiter], Watcher?, AgentSubscriber?)? in
             guard s.ended == nil else { return nil }
             let final = s.closedByClient ? .disconnected : (s.unroutedError ?? error)
@@ -487,7 +346,7 @@ final class Connection: Sendable {
         return Int(digits)
     }
 
-    private static func excerpt(_ line: [UInt8]) -> String {
+    static func excerpt(_ line: [UInt8]) -> String {
         let text = String(decoding: line.prefix(80), as: UTF8.self)
         return line.count > 80 ? text + "…" : text
     }

@@ -1,15 +1,5 @@
 import LocationCore
 
-/// How precise the daemon's policy lets this client see locations (Core Location's
-/// `CLAccuracyAuthorization`); the TPV `accuracy` member.
-public enum AccuracyAuthorization: String, Hashable, Sendable {
-    /// The position as the receiver reported it.
-    case fullAccuracy = "full"
-    /// Snapped to a grid of about 2 km, accuracy at least the grid size, without speed, course,
-    /// heading and altitude, and at most a few updates an hour (ARCHITECTURE.md "Reduced accuracy").
-    case reducedAccuracy = "reduced"
-}
-
 /// One location report: a `TPV` object with a position (docs/PROTOCOL.md "TPV"), under Core Location's
 /// names (`CLLocation`).
 ///

@@ -1,4 +1,3 @@
-import FoundationEssentials
 import LocationCore
 import LocationWire
 
@@ -28,14 +27,8 @@ extension LocationClient {
     public func requestAuthorization(_ kind: AuthorizationKind = .once, accuracy: AccuracyAuthorization = .fullAccuracy,
                                      name: String? = nil,
                                      timeout: Double = LocationClient.authorizationTimeout) async throws -> Authorization {
-        var writer = JSONObjectWriter()
-        writer.begin()
-        writer.field("class", "AUTHORIZE")
-        writer.field("authorization", kind.rawValue)
-        writer.field("accuracy", accuracy.rawValue)
-        writer.field("name", name)
-        writer.end()
-        return try await authorizationRoundTrip(writer.bytes, requestClass: "AUTHORIZE", timeout: timeout)
+        let request = Request.authorize(kind: kind, accuracy: accuracy, name: name)
+        return try await authorizationRoundTrip(request.encoded(), requestClass: "AUTHORIZE", timeout: timeout)
     }
 
     /// This client's authorization as it stands (`AUTHORIZATION`; Core Location's
@@ -44,8 +37,7 @@ extension LocationClient {
     /// - Returns: the authorization.
     /// - Throws: `LocationClientError.timedOut`, `.disconnected`, `.invalidReply`; `CancellationError`.
     public func authorizationStatus(timeout: Double = 10) async throws -> Authorization {
-        let request = Array(#"{"class":"AUTHORIZATION"}"#.utf8) + [10]
-        return try await authorizationRoundTrip(request, requestClass: "AUTHORIZATION", timeout: timeout)
+        return try await authorizationRoundTrip(Request.authorization.encoded(), requestClass: "AUTHORIZATION", timeout: timeout)
     }
 
     /// Asks for full accuracy for this connection, citing a purpose key declared for this client in the
@@ -63,22 +55,16 @@ extension LocationClient {
     ///   `CancellationError`.
     public func requestTemporaryFullAccuracy(purposeKey: String,
                                              timeout: Double = LocationClient.authorizationTimeout) async throws -> Authorization {
-        var writer = JSONObjectWriter()
-        writer.begin()
-        writer.field("class", "FULLACCURACY")
-        writer.field("purposeKey", purposeKey)
-        writer.end()
-        return try await authorizationRoundTrip(writer.bytes, requestClass: "FULLACCURACY", timeout: timeout)
+        return try await authorizationRoundTrip(Request.fullAccuracy(purposeKey: purposeKey).encoded(), requestClass: "FULLACCURACY", timeout: timeout)
     }
 
     private func authorizationRoundTrip(_ request: [UInt8], requestClass: String, timeout: Double) async throws -> Authorization {
         let line = try await connection.roundTrip(request, requestClass: requestClass, replyClass: "AUTHORIZATION",
                                                   timeout: max(0, timeout) + Self.replyGracePeriod)
-        guard let authorization = decodeLine(AuthorizationReply.self, line, with: JSONDecoder())?
-            .authorization(json: String(decoding: line, as: UTF8.self)) else {
-            throw LocationClientError.invalidReply("AUTHORIZATION without a known status: \(String(decoding: line.prefix(120), as: UTF8.self))")
+        guard case .authorization(let reply)? = line.message else {
+            throw LocationClientError.invalidReply("AUTHORIZATION without a known status: \(line.excerpt(120))")
         }
-        return authorization
+        return reply.authorization(json: line.text)
     }
 
     // MARK: - Agent
@@ -103,7 +89,7 @@ extension LocationClient {
         continuation.onTermination = { [self] _ in connection.stopAgentStream(id: id) }
         connection.startAgentStream(id: id, continuation: continuation)
         do {
-            _ = try await connection.roundTrip(Array(#"{"class":"AGENT"}"#.utf8) + [10], replyClass: "AGENT",
+            _ = try await connection.roundTrip(Request.agent.encoded(), replyClass: "AGENT",
                                                timeout: timeout)
         } catch {
             connection.stopAgentStream(id: id, error: error)
@@ -127,19 +113,13 @@ extension LocationClient {
     @discardableResult
     public func answer(id: Int, answer: AgentAnswer, accuracy: AccuracyAuthorization? = nil,
                        timeout: Double = 10) async throws -> AnsweredNotice {
-        var writer = JSONObjectWriter()
-        writer.begin()
-        writer.field("class", "ANSWER")
-        writer.field("id", id)
-        writer.field("answer", answer.rawValue)
-        writer.field("accuracy", accuracy?.rawValue)
-        writer.end()
-        let line = try await connection.roundTrip(writer.bytes, requestClass: "ANSWER", replyClass: "ANSWERED",
+        let request = Request.answer(id: id, answer: answer, accuracy: accuracy)
+        let line = try await connection.roundTrip(request.encoded(), requestClass: "ANSWER", replyClass: "ANSWERED",
                                                   replyID: id, timeout: timeout)
-        guard let reply = decodeLine(AnsweredReply.self, line, with: JSONDecoder()) else {
+        guard case .answered(let reply)? = line.message else {
             throw LocationClientError.invalidReply("unreadable ANSWERED")
         }
-        return reply.notice(id: id)
+        return reply.notice
     }
 
     // MARK: - Administration
@@ -150,7 +130,7 @@ extension LocationClient {
     /// - Throws: `LocationClientError.server(request: "GRANTS", message: "permission denied: ...")`
     ///   (`meansNotAuthorized`), `.timedOut`, `.disconnected`, `.invalidReply`; `CancellationError`.
     public func grants(timeout: Double = 10) async throws -> GrantList {
-        try await grantsRoundTrip(Array(#"{"class":"GRANTS"}"#.utf8) + [10], requestClass: "GRANTS", timeout: timeout)
+        try await grantsRoundTrip(Request.grants.encoded(), requestClass: "GRANTS", timeout: timeout)
     }
 
     /// Grants ahead of asking (`GRANT`; root or `admin-group`). `.persistent` stores an "allow always"
@@ -169,15 +149,8 @@ extension LocationClient {
     public func grant(subject: GrantSubject, kind: AuthorizationKind = .persistent,
                       accuracy: AccuracyAuthorization = .fullAccuracy, expires: Double? = nil,
                       timeout: Double = 10) async throws -> GrantList {
-        var writer = JSONObjectWriter()
-        writer.begin()
-        writer.field("class", "GRANT")
-        Self.writeSubject(subject, to: &writer)
-        writer.field("kind", kind.rawValue)
-        writer.field("accuracy", accuracy.rawValue)
-        writer.field("expires", expires)
-        writer.end()
-        return try await grantsRoundTrip(writer.bytes, requestClass: "GRANT", timeout: timeout)
+        let request = Request.grant(subject: subject, kind: kind, accuracy: accuracy, expires: expires)
+        return try await grantsRoundTrip(request.encoded(), requestClass: "GRANT", timeout: timeout)
     }
 
     /// Removes every grant and stored decision of `subject` and ends its live one-time grants
@@ -191,12 +164,7 @@ extension LocationClient {
     ///   `.invalidReply`; `CancellationError`.
     @discardableResult
     public func revoke(subject: GrantSubject, timeout: Double = 10) async throws -> GrantList {
-        var writer = JSONObjectWriter()
-        writer.begin()
-        writer.field("class", "REVOKE")
-        Self.writeSubject(subject, to: &writer)
-        writer.end()
-        return try await grantsRoundTrip(writer.bytes, requestClass: "REVOKE", timeout: timeout)
+        return try await grantsRoundTrip(Request.revoke(subject: subject).encoded(), requestClass: "REVOKE", timeout: timeout)
     }
 
     /// The audit trail (`AUDIT`; root or `admin-group`): every decision, each grant's first delivery of
@@ -208,41 +176,21 @@ extension LocationClient {
     /// - Throws: `LocationClientError.server(request: "AUDIT", ...)`, `.timedOut`, `.disconnected`,
     ///   `.invalidReply`; `CancellationError`.
     public func audit(since: Double? = nil, timeout: Double = 10) async throws -> [AuditEvent] {
-        var writer = JSONObjectWriter()
-        writer.begin()
-        writer.field("class", "AUDIT")
-        writer.field("since", since)
-        writer.end()
-        let line = try await connection.roundTrip(writer.bytes, replyClass: "AUDIT", timeout: timeout)
-        guard let elements = objectElements(ofArrayMember: "events", in: line) else {
+        let line = try await connection.roundTrip(Request.audit(since: since).encoded(), replyClass: "AUDIT", timeout: timeout)
+        guard let elements = JSONText.objectElements(ofArrayMember: "events", in: line.bytes) else {
             throw LocationClientError.invalidReply("AUDIT reply without an events array")
         }
-        let decoder = JSONDecoder()
-        return try elements.map { element in
-            guard let reply = decodeLine(AuditEventReply.self, Array(element), with: decoder) else {
-                throw LocationClientError.invalidReply("unreadable audit event: \(String(decoding: element.prefix(120), as: UTF8.self))")
-            }
-            return reply.event(json: String(decoding: element, as: UTF8.self))
+        guard case .audit(let reply)? = line.message, reply.events.count == elements.count else {
+            throw LocationClientError.invalidReply("unreadable AUDIT reply: \(line.result)")
         }
+        return zip(reply.events, elements).map { event, text in event.event(json: String(decoding: text, as: UTF8.self)) }
     }
 
     private func grantsRoundTrip(_ request: [UInt8], requestClass: String, timeout: Double) async throws -> GrantList {
         let line = try await connection.roundTrip(request, requestClass: requestClass, replyClass: "GRANTS", timeout: timeout)
-        guard let reply = decodeLine(GrantsReply.self, line, with: JSONDecoder()) else {
+        guard case .grants(let reply)? = line.message else {
             throw LocationClientError.invalidReply("unreadable GRANTS reply")
         }
-        return reply.list(json: String(decoding: line, as: UTF8.self))
-    }
-
-    private static func writeSubject(_ subject: GrantSubject, to writer: inout JSONObjectWriter) {
-        switch subject {
-        case let .executable(path, user):
-            writer.field("executable", path)
-            writer.field("user", user)
-        case let .unit(unit, user):
-            writer.field("unit", unit)
-            writer.field("user", user)
-        case .user(let user): writer.field("user", user)
-        }
+        return reply.list(json: line.text)
     }
 }

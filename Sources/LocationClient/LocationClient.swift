@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import FoundationEssentials
 import LocationCore
 import LocationPosix
 import LocationWire
@@ -88,19 +87,21 @@ public final class LocationClient: Sendable {
         }
         do {
             let line = try await connection.roundTrip(nil, replyClass: "VERSION", timeout: timeout)
-            let decoder = JSONDecoder()
-            guard decodeLine(Envelope.self, line, with: decoder)?.class == "VERSION",
-                  let version = decodeLine(VersionReply.self, line, with: decoder) else {
-                throw LocationClientError.invalidReply("expected a VERSION greeting, got \(String(decoding: line.prefix(80), as: UTF8.self))")
+            let version: ServerMessage.Version
+            switch line.result {
+            case .success(.version(let greeting)):
+                version = greeting
+            case .failure(let error) where error.className == "VERSION":
+                throw LocationClientError.invalidReply("unreadable VERSION greeting: \(error)")
+            default:
+                throw LocationClientError.invalidReply("expected a VERSION greeting, got \(line.excerpt(80))")
             }
-            guard let major = version.proto_major else {
-                throw LocationClientError.invalidReply("VERSION without proto_major")
-            }
-            guard major == supportedProtocolMajor else {
-                throw LocationClientError.protocolMismatch(serverMajor: major, supportedMajor: supportedProtocolMajor)
+            guard version.protocolMajor == supportedProtocolMajor else {
+                throw LocationClientError.protocolMismatch(serverMajor: version.protocolMajor,
+                                                           supportedMajor: supportedProtocolMajor)
             }
             return LocationClient(connection: connection, socketPath: path, serverRelease: version.release,
-                                  serverProtocolMinor: version.proto_minor ?? 0)
+                                  serverProtocolMinor: version.protocolMinor ?? 0)
         } catch {
             connection.close()
             throw error
@@ -151,20 +152,16 @@ public final class LocationClient: Sendable {
     ///   refusal (bad timeout, not authorized); `.timedOut` when no answer came within `timeout` plus
     ///   `replyGracePeriod`; `.disconnected`; `.invalidReply`; `CancellationError`.
     public func requestLocation(timeout: Double = 10) async throws -> Location {
-        var writer = JSONObjectWriter()
-        writer.begin()
-        writer.field("class", "POLL")
-        writer.field("timeout", timeout)
-        writer.end()
-        let line = try await connection.roundTrip(writer.bytes, replyClass: "POLL",
+        let line = try await connection.roundTrip(Request.poll(timeout: timeout).encoded(), replyClass: "POLL",
                                                   timeout: max(0, timeout) + Self.replyGracePeriod)
-        guard let reply = decodeLine(PollReply.self, line, with: JSONDecoder()) else {
+        guard case .poll(let reply)? = line.message else {
             throw LocationClientError.invalidReply("unreadable POLL reply")
         }
-        guard let tpv = reply.tpv?.first else {
+        guard let tpv = reply.tpv.first else {
             throw LocationClientError.invalidReply("POLL reply without a TPV")
         }
-        let json = firstObjectElement(ofArrayMember: "tpv", in: line).map { String(decoding: $0, as: UTF8.self) }
+        let json = JSONText.objectElements(ofArrayMember: "tpv", in: line.bytes)?.first
+            .map { String(decoding: $0, as: UTF8.self) }
         guard let location = tpv.location(json: json) else {
             throw LocationClientError.invalidReply("POLL reply TPV without a position")
         }
@@ -177,12 +174,11 @@ public final class LocationClient: Sendable {
     /// - Throws: `LocationClientError.server(request: "STATUS", ...)`, `.timedOut`, `.disconnected`,
     ///   `.invalidReply`; `CancellationError`.
     public func status(timeout: Double = 10) async throws -> DaemonStatus {
-        let request = Array(#"{"class":"STATUS"}"#.utf8) + [10]
-        let line = try await connection.roundTrip(request, replyClass: "STATUS", timeout: timeout)
-        guard let reply = decodeLine(StatusReply.self, line, with: JSONDecoder()) else {
+        let line = try await connection.roundTrip(Request.status.encoded(), replyClass: "STATUS", timeout: timeout)
+        guard case .status(let reply)? = line.message else {
             throw LocationClientError.invalidReply("unreadable STATUS reply")
         }
-        return reply.status(json: String(decoding: line, as: UTF8.self))
+        return reply.status(json: line.text)
     }
 
     /// Closes the connection: calls still waiting fail with `.disconnected`, a subscription's sequence
@@ -192,15 +188,6 @@ public final class LocationClient: Sendable {
     }
 
     static func watchRequest(enable: Bool, minInterval: Double = 0, distanceFilter: Double = 0) -> [UInt8] {
-        var writer = JSONObjectWriter()
-        writer.begin()
-        writer.field("class", "WATCH")
-        writer.field("enable", enable)
-        if enable {
-            writer.field("minInterval", minInterval)
-            writer.field("distanceFilter", distanceFilter)
-        }
-        writer.end()
-        return writer.bytes
+        Request.watch(enable: enable, minInterval: minInterval, distanceFilter: distanceFilter).encoded()
     }
 }

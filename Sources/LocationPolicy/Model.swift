@@ -1,3 +1,5 @@
+import LocationWire
+
 /// Who a client is, as the kernel tells it (SO_PEERCRED, /proc/PID/exe, the cgroup's systemd unit).
 /// A name the client declares is never part of it.
 public struct ClientIdentity: Hashable, Sendable, CustomStringConvertible {
@@ -44,36 +46,16 @@ public enum AccessRule: String, Sendable, Hashable, Codable {
     case always
 }
 
-/// How precisely a client may see the location (Core Location's accuracy authorization).
-public enum AccuracyAuthorization: String, Sendable, Hashable, Codable, Comparable {
-    case reduced, full
+// The vocabulary shared with clients (accuracy authorization, authorization status and kind) is
+// LocationWire's, declared once there; these names let the policy's users keep naming it without
+// importing LocationWire.
 
-    public static func < (a: Self, b: Self) -> Bool { a == .reduced && b == .full }
-}
-
-/// Core Location's authorization status, as a client reads it.
-public enum AuthorizationStatus: String, Sendable, Hashable, Codable {
-    /// Not asked yet (or a one-time grant ended).
-    case notDetermined
-    /// Refused by an agent (stored: not asked again) or by an administrator.
-    case denied
-    /// A rule forbids it; no agent can change that.
-    case restricted
-    /// A one-time grant for this connection.
-    case authorizedOnce
-    /// A persistent grant (or an `always` rule).
-    case authorizedPersistent
-
-    public var isAuthorized: Bool { self == .authorizedOnce || self == .authorizedPersistent }
-}
-
-/// What kind of authorization a client asks for.
-public enum AuthorizationKind: String, Sendable, Hashable, Codable {
-    /// Until the client disconnects (or `once-lifetime`).
-    case once
-    /// Remembered across restarts until revoked.
-    case persistent
-}
+/// How precisely a client may see the location: `LocationWire.AccuracyAuthorization`.
+public typealias AccuracyAuthorization = LocationWire.AccuracyAuthorization
+/// Core Location's authorization status, as a client reads it: `LocationWire.AuthorizationStatus`.
+public typealias AuthorizationStatus = LocationWire.AuthorizationStatus
+/// What kind of authorization a client asks for: `LocationWire.AuthorizationKind`.
+public typealias AuthorizationKind = LocationWire.AuthorizationKind
 
 /// A `[client NAME]` rule: which clients it matches (every key given must match) and what they get.
 public struct ClientRule: Sendable, Hashable {

@@ -95,10 +95,10 @@ extension ServerState {
             send(id, ServerMessage.object("GRANTS", members: grantsMembers(at: now.wall)))
         case let .grant(target, kind, accuracy, expires):
             let subject = AdminService.subject(target)
-            let level: AccuracyAuthorization = accuracy == "reduced" ? .reduced : .full
+            let level = accuracy
             let until = expires.map { now.wall + $0 }
             changeGrants(reply: id, request: "GRANT") {
-                if kind == "once" {
+                if kind == .once {
                     $0.preapprovals.append(Preapproval(subject: subject, accuracy: level, created: now.wall, expires: until))
                 } else {
                     $0.persistent.removeAll { $0.subject == subject }
@@ -106,7 +106,7 @@ extension ServerState {
                                                          expires: until, decidedBy: "administrator \(by)"))
                 }
             }
-            context.store.record(AuditEvent(event: "grant", identity: identity, request: "GRANT \(kind) \(subject) \(level.rawValue)",
+            context.store.record(AuditEvent(event: "grant", identity: identity, request: "GRANT \(kind.rawValue) \(subject) \(level.rawValue)",
                                             status: nil, accuracy: level.rawValue, reason: "by administrator \(by)"), at: now.wall)
             deliver(publisher.reevaluateAll(because: nil, at: now.wall), at: now.wall)
         case let .revoke(target):

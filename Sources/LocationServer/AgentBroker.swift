@@ -98,7 +98,7 @@ extension ServerState {
         guard broker.hasAgents, let subscriber = publisher.subscribers[id] else {
             let reason = "no agent is running to ask"
             audit("decision", id, request: request, status: AuthorizationStatus.denied.rawValue, accuracy: nil, reason: reason, at: now.wall)
-            send(id, ServerMessage.authorization(status: AuthorizationStatus.denied.rawValue, accuracy: nil, reason: reason))
+            send(id, ServerMessage.authorization(status: .denied, accuracy: nil, reason: reason))
             return
         }
         let timeout = publisher.policy.rules.defaults.askTimeout
@@ -114,13 +114,14 @@ extension ServerState {
         let reason = "no answer from an agent within \(Self.seconds(.seconds(timeout)))"
         audit("decision", pending.client, request: pending.request, status: AuthorizationStatus.denied.rawValue, accuracy: nil,
               reason: reason, at: now.wall)
-        send(pending.client, ServerMessage.authorization(status: AuthorizationStatus.denied.rawValue, accuracy: nil, reason: reason))
+        send(pending.client, ServerMessage.authorization(status: .denied, accuracy: nil, reason: reason))
         tellAgents(AgentBroker.answered(ask, "timeout", by: "nobody"))
     }
 
     /// ANSWER from an agent: the client's session (and, for "allow always", the grant store) change, the
     /// client is told, and every agent hears that the question was answered.
-    mutating func answer(_ ask: Int, _ answer: String, accuracy: String?, from agent: Int, by: String, at now: Moment) {
+    mutating func answer(_ ask: Int, _ answer: AnswerChoice, accuracy: AccuracyAuthorization?, from agent: Int, by: String,
+                         at now: Moment) {
         guard broker.isAgent(agent) else {
             send(agent, ServerMessage.error(request: "ANSWER", message: "register with AGENT first"))
             return
@@ -129,12 +130,11 @@ extension ServerState {
             send(agent, ServerMessage.error(request: "ANSWER", message: "no question \(ask) is waiting (answered, withdrawn or timed out)"))
             return
         }
-        let lowered: AccuracyAuthorization? = accuracy.map { $0 == "reduced" ? .reduced : .full }
         let parsed: AgentAnswer
         switch answer {
-        case "allowOnce": parsed = .allowOnce(lowered)
-        case "allowAlways": parsed = .allowAlways(lowered)
-        default: parsed = .deny
+        case .allowOnce: parsed = .allowOnce(accuracy)
+        case .allowAlways: parsed = .allowAlways(accuracy)
+        case .deny: parsed = .deny
         }
         let client = pending.client
         if let subscriber = publisher.subscribers[client] {
@@ -153,13 +153,13 @@ extension ServerState {
             }
             let state = publisher.authorization(of: client, at: now.wall)
             audit("decision", client, request: pending.request, status: state.status.rawValue, accuracy: state.accuracy?.rawValue,
-                  reason: "agent \(by) answered \(answer)", at: now.wall)
+                  reason: "agent \(by) answered \(answer.rawValue)", at: now.wall)
             announce(client, state, at: now.wall)
             if parsed == .deny, pending.request == "FULLACCURACY" {
                 send(client, ServerMessage.error(request: "FULLACCURACY", message: "temporary full accuracy denied by the agent"))
             }
             if outcome.store != nil { deliver(publisher.reevaluateAll(because: nil, at: now.wall), at: now.wall) }
         }
-        tellAgents(AgentBroker.answered(ask, answer, by: by))
+        tellAgents(AgentBroker.answered(ask, answer.rawValue, by: by))
     }
 }

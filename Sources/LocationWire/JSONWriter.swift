@@ -1,3 +1,5 @@
+import LocationCore
+
 private let decimalScales: [Double] = [1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9]
 /// The same powers of ten as integers.
 private let decimalDivisors: [UInt] = [1, 10, 100, 1000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000,
@@ -164,6 +166,25 @@ public struct JSONObjectWriter {
     public mutating func endArray() {
         buffer.append(UInt8(ascii: "]"))
         first = false
+    }
+
+    /// Starts an object member named `name`; its members follow, then `endObject()`.
+    mutating func beginObject(_ name: StaticString) {
+        key(name)
+        buffer.append(UInt8(ascii: "{"))
+        first = true
+    }
+
+    /// Ends an object member.
+    mutating func endObject() {
+        buffer.append(UInt8(ascii: "}"))
+        first = false
+    }
+
+    /// A time member as ISO 8601 text (`UTCTime.appendISO8601`); nil is left out.
+    mutating func field(_ name: StaticString, _ time: UTCTime?) {
+        guard let time else { return }
+        rawStringField(name) { time.appendISO8601(to: &$0) }
     }
 
     mutating func appendInteger(_ value: Int) {

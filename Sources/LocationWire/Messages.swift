@@ -1,54 +1,31 @@
 import LocationCore
 
-/// The server's messages other than TPV (docs/PROTOCOL.md "Server messages"), encoded as JSON lines.
-public enum ServerMessage {
-    /// `VERSION`, sent on connect.
+// The server's messages as the daemon builds them: byte-returning shorthands over the typed values
+// in ServerMessages.swift, so that every line has one encoder.
+extension ServerMessage {
+    /// `VERSION`, sent on connect, with this build's `ProtocolVersion`.
     public static func version(release: String) -> [UInt8] {
-        var w = JSONObjectWriter()
-        w.begin()
-        w.field("class", "VERSION")
-        w.field("release", release)
-        w.field("proto_major", ProtocolVersion.major)
-        w.field("proto_minor", ProtocolVersion.minor)
-        w.end()
-        return w.bytes
+        ServerMessage.version(Version(release: release)).encoded()
     }
 
-    /// `ERROR` naming the request class and the problem.
+    /// `ERROR` naming the request class (or `"?"`) and the problem.
     public static func error(request: String, message: String) -> [UInt8] {
-        var w = JSONObjectWriter()
-        w.begin()
-        w.field("class", "ERROR")
-        w.field("request", request)
-        w.field("message", message)
-        w.end()
-        return w.bytes
+        ServerMessage.error(Failure(request: request, message: message)).encoded()
     }
 
-    /// The `WATCH` acknowledgement: the effective subscription.
+    /// The `WATCH` acknowledgement: the effective subscription (`minInterval` seconds,
+    /// `distanceFilter` metres).
     public static func watch(enable: Bool, minInterval: Double, distanceFilter: Double) -> [UInt8] {
-        var w = JSONObjectWriter()
-        w.begin()
-        w.field("class", "WATCH")
-        w.field("enable", enable)
-        w.field("minInterval", minInterval)
-        w.field("distanceFilter", distanceFilter)
-        w.end()
-        return w.bytes
+        ServerMessage.watch(Watch(enable: enable, minInterval: minInterval, distanceFilter: distanceFilter)).encoded()
     }
 
     /// `STATE`: the fix was lost (with the reason) or came back.
     public static func state(fix: Bool, reason: String?) -> [UInt8] {
-        var w = JSONObjectWriter()
-        w.begin()
-        w.field("class", "STATE")
-        w.field("fix", fix)
-        w.field("reason", reason)
-        w.end()
-        return w.bytes
+        ServerMessage.state(State(fix: fix, reason: reason)).encoded()
     }
 
-    /// `POLL` reply wrapping one TPV line (without its newline).
+    /// `POLL` reply wrapping one TPV line as `GPSDEncoder.appendTPV` wrote it (the fan-out's fast path;
+    /// a trailing newline is dropped). `ServerMessage.poll(Poll)` is the same message as a value.
     public static func poll(tpv: [UInt8]) -> [UInt8] {
         var out = Array(#"{"class":"POLL","tpv":["#.utf8)
         var body = tpv
@@ -102,50 +79,20 @@ extension ServerMessage {
     ///   - fixDetails: whether to give each receiver's `fixes` count and `lastFixTime` (the timing of
     ///     fixes, for clients that may see them at full accuracy).
     public static func status(mode: FixMode?, clients: Int, receivers: [ReceiverReport], fixDetails: Bool = true) -> [UInt8] {
-        var w = JSONObjectWriter(reservingCapacity: 512)
-        w.begin()
-        w.field("class", "STATUS")
-        if let mode { w.field("mode", mode.rawValue) }
-        w.field("clients", clients)
-        w.beginArray("receivers")
-        for r in receivers {
-            w.beginElement()
-            w.field("name", r.name)
-            w.field("type", r.type)
-            w.field("path", r.path)
-            w.field("state", r.state)
-            w.field("reason", r.reason)
-            w.field("speed", r.speed)
-            if let since = r.connectedSince {
-                let ms = Int((since * 1000).rounded(.down))
-                let days = ms >= 0 ? ms / UTCTime.millisecondsPerDay : (ms - UTCTime.millisecondsPerDay + 1) / UTCTime.millisecondsPerDay
-                let time = UTCTime(date: CivilDate(daysSinceUnixEpoch: days), millisecondsOfDay: ms - days * UTCTime.millisecondsPerDay)
-                w.rawStringField("connectedSince") { time.appendISO8601(to: &$0) }
-            }
-            w.field("sentences", r.sentences)
-            if fixDetails { w.field("fixes", r.fixes) }
-            w.field("errors", r.errors)
-            if fixDetails, let t = r.lastFixTime, t.date != nil { w.rawStringField("lastFixTime") { t.appendISO8601(to: &$0) } }
-            w.field("priority", r.priority)
-            w.endElement()
+        let list = receivers.map { r in
+            Status.Receiver(name: r.name, type: r.type, path: r.path, state: r.state, reason: r.reason, speed: r.speed,
+                            connectedSince: r.connectedSince.map { UTCTime(unixSeconds: $0) }, sentences: r.sentences,
+                            fixes: fixDetails ? r.fixes : nil, errors: r.errors,
+                            lastFixTime: fixDetails ? r.lastFixTime : nil, priority: r.priority)
         }
-        w.endArray()
-        w.end()
-        return w.bytes
+        return ServerMessage.status(Status(mode: mode, clients: clients, receivers: list)).encoded()
     }
 }
 
 extension ServerMessage {
-    /// `AUTHORIZATION`: the client's authorization status, accuracy authorization and the reason.
-    public static func authorization(status: String, accuracy: String?, reason: String) -> [UInt8] {
-        var w = JSONObjectWriter()
-        w.begin()
-        w.field("class", "AUTHORIZATION")
-        w.field("status", status)
-        w.field("accuracy", accuracy)
-        w.field("reason", reason)
-        w.end()
-        return w.bytes
+    /// `AUTHORIZATION` from the shared vocabulary: `accuracy` only when authorized.
+    public static func authorization(status: AuthorizationStatus, accuracy: AccuracyAuthorization?, reason: String) -> [UInt8] {
+        ServerMessage.authorization(Authorization(status: status, accuracy: accuracy, reason: reason)).encoded()
     }
 
     /// A generic object from already-encoded member pairs: `{"class":NAME,<members>}`.

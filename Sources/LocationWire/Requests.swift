@@ -15,21 +15,22 @@ public enum Request: Equatable, Sendable {
     case poll(timeout: Double)
     /// The daemon's state.
     case status
-    /// Ask for authorization: `kind` "once" or "persistent", `accuracy` "full" or "reduced"; `name` is
-    /// display text for the agent, never a key.
-    case authorize(kind: String, accuracy: String, name: String?)
+    /// Ask for authorization (`authorization`, default once; `accuracy`, default full); `name` is display
+    /// text for the agent, never a key.
+    case authorize(kind: AuthorizationKind, accuracy: AccuracyAuthorization, name: String?)
     /// The current authorization status.
     case authorization
     /// Temporary full accuracy for this connection, citing a purpose key declared in the config.
     case fullAccuracy(purposeKey: String)
     /// Register as an agent (root or admin group).
     case agent
-    /// An agent's answer to ASK `id`: "allowOnce", "allowAlways" or "deny", optionally at reduced accuracy.
-    case answer(id: Int, answer: String, accuracy: String?)
+    /// An agent's answer to ASK `id`, optionally lowering the accuracy granted.
+    case answer(id: Int, answer: AnswerChoice, accuracy: AccuracyAuthorization?)
     /// List persistent grants, live one-time grants and pre-approvals (admin).
     case grants
-    /// Grant ahead (admin): `kind` "once" (pre-approve the next connection) or "persistent".
-    case grant(subject: GrantTarget, kind: String, accuracy: String, expires: Double?)
+    /// Grant ahead (admin): `kind` once (pre-approve the next connection) or persistent (the default);
+    /// `accuracy` default full; `expires` seconds from now, nil for never.
+    case grant(subject: GrantTarget, kind: AuthorizationKind, accuracy: AccuracyAuthorization, expires: Double?)
     /// Revoke every grant of a subject (admin); takes effect at once.
     case revoke(subject: GrantTarget)
     /// The audit events at or after `since` (Unix seconds) (admin).
@@ -54,15 +55,26 @@ public enum Request: Equatable, Sendable {
     }
 }
 
-/// Whom an administrator's GRANT or REVOKE is about: a program (of one user when `user` is given,
-/// else of every user), or every program of a user.
-public enum GrantTarget: Equatable, Sendable {
-    /// `executable`, and `user` (a name or a uid as digits) when the request gave one too.
+/// Whom a grant is about (`GRANT`/`REVOKE`, the `GRANTS` entries): a program — an executable path or a
+/// systemd unit — of one user (when `user` is given) or of every user, or every program of a user.
+public enum GrantTarget: Hashable, Sendable, CustomStringConvertible {
+    /// Programs run from this path (as the kernel reports it: symbolic links resolved); of `user` only
+    /// when given (a name, or a uid as digits). An agent's answers are stored this way, with the uid.
     case executable(String, user: String? = nil)
-    /// `unit`, and `user` when the request gave one too.
+    /// Processes in this systemd unit, e.g. `navit.service`; of `user` only when given.
     case unit(String, user: String? = nil)
-    /// `user` alone.
+    /// Every program of this user (a name, or a uid as digits).
     case user(String)
+
+    /// `executable /usr/bin/navit`, `executable /usr/bin/python3 of user 1000`, `unit navit.service`,
+    /// `user alice`.
+    public var description: String {
+        switch self {
+        case let .executable(path, user): return "executable \(path)" + (user.map { " of user \($0)" } ?? "")
+        case let .unit(unit, user): return "unit \(unit)" + (user.map { " of user \($0)" } ?? "")
+        case .user(let user): return "user \(user)"
+        }
+    }
 }
 
 /// Why a request line was refused; `request` is its class when it could be read.
@@ -141,12 +153,10 @@ public enum RequestParser {
         case "STATUS":
             return .status
         case "AUTHORIZE":
-            let kind = members.authorization ?? "once"
-            guard kind == "once" || kind == "persistent" else {
+            guard let kind = AuthorizationKind(rawValue: members.authorization ?? "once") else {
                 throw RequestError(request: name, message: "authorization must be \"once\" or \"persistent\"")
             }
-            let accuracy = members.accuracy ?? "full"
-            guard accuracy == "full" || accuracy == "reduced" else {
+            guard let accuracy = AccuracyAuthorization(rawValue: members.accuracy ?? "full") else {
                 throw RequestError(request: name, message: "accuracy must be \"full\" or \"reduced\"")
             }
             return .authorize(kind: kind, accuracy: accuracy, name: members.name)
@@ -161,13 +171,17 @@ public enum RequestParser {
             return .agent
         case "ANSWER":
             guard let id = members.id else { throw RequestError(request: name, message: "id must be the ASK's id") }
-            guard let answer = members.answer, ["allowOnce", "allowAlways", "deny"].contains(answer) else {
+            guard let answer = members.answer.flatMap(AnswerChoice.init(rawValue:)) else {
                 throw RequestError(request: name, message: "answer must be \"allowOnce\", \"allowAlways\" or \"deny\"")
             }
-            if let a = members.accuracy, a != "full" && a != "reduced" {
-                throw RequestError(request: name, message: "accuracy must be \"full\" or \"reduced\"")
+            var accuracy: AccuracyAuthorization? = nil
+            if let text = members.accuracy {
+                guard let value = AccuracyAuthorization(rawValue: text) else {
+                    throw RequestError(request: name, message: "accuracy must be \"full\" or \"reduced\"")
+                }
+                accuracy = value
             }
-            return .answer(id: id, answer: answer, accuracy: members.accuracy)
+            return .answer(id: id, answer: answer, accuracy: accuracy)
         case "GRANTS":
             return .grants
         case "GRANT", "REVOKE":
@@ -180,12 +194,10 @@ public enum RequestParser {
             default: throw RequestError(request: name, message: "give executable or unit (each optionally with user), or user")
             }
             if name == "REVOKE" { return .revoke(subject: target) }
-            let kind = members.kind ?? "persistent"
-            guard kind == "once" || kind == "persistent" else {
+            guard let kind = AuthorizationKind(rawValue: members.kind ?? "persistent") else {
                 throw RequestError(request: name, message: "kind must be \"once\" or \"persistent\"")
             }
-            let accuracy = members.accuracy ?? "full"
-            guard accuracy == "full" || accuracy == "reduced" else {
+            guard let accuracy = AccuracyAuthorization(rawValue: members.accuracy ?? "full") else {
                 throw RequestError(request: name, message: "accuracy must be \"full\" or \"reduced\"")
             }
             if let e = members.expires, !(e > 0) {

@@ -27,7 +27,8 @@ enum CannedLines {
 
 /// The location a TPV line carries.
 private func parseTPV(_ line: String) -> Location? {
-    decodeLine(TPVReply.self, Array(line.utf8), with: JSONDecoder())?.location(json: line)
+    guard case .tpv(let tpv)? = try? ServerMessage.decode(Array(line.utf8)) else { return nil }
+    return tpv.location(json: line)
 }
 
 /// Runs `body` with a client connected to a fake server running `script`; checks the server finished.

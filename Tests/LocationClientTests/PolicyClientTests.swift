@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import LocationCore
+import LocationWire
 import Synchronization
 import Testing
 @testable import LocationClient
@@ -347,16 +348,16 @@ struct PolicyClientTests {
             #expect(list.json == PolicyLines.grants)
             #expect(list.persistent == [
                 GrantList.Persistent(subject: .executable("/usr/bin/navit"), allowed: true, accuracy: .reducedAccuracy,
-                                     created: parseISO8601("2026-11-30T05:00:00.000Z"),
-                                     expires: parseISO8601("2026-12-07T05:00:00.000Z"), decidedBy: "agent root (uid 0)"),
+                                     created: UTCTime(iso8601: "2026-11-30T05:00:00.000Z"),
+                                     expires: UTCTime(iso8601: "2026-12-07T05:00:00.000Z"), decidedBy: "agent root (uid 0)"),
                 GrantList.Persistent(subject: .unit("spy.service"), allowed: false, accuracy: .reducedAccuracy,
-                                     created: parseISO8601("2026-11-30T05:01:00.000Z"), decidedBy: "agent root (uid 0)"),
+                                     created: UTCTime(iso8601: "2026-11-30T05:01:00.000Z"), decidedBy: "agent root (uid 0)"),
             ])
             #expect(list.preapproved == [GrantList.Preapproval(subject: .user("kiosk"), accuracy: .fullAccuracy,
-                                                               created: parseISO8601("2026-11-30T05:02:00.000Z"))])
+                                                               created: UTCTime(iso8601: "2026-11-30T05:02:00.000Z"))])
             #expect(list.once == [GrantList.OneTime(pid: 4242, uid: 1000, executable: "/usr/bin/navit", accuracy: .fullAccuracy,
-                                                    granted: parseISO8601("2026-11-30T05:03:00.000Z"),
-                                                    expires: parseISO8601("2026-11-30T06:03:00.000Z"))])
+                                                    granted: UTCTime(iso8601: "2026-11-30T05:03:00.000Z"),
+                                                    expires: UTCTime(iso8601: "2026-11-30T06:03:00.000Z"))])
 
             async let granted = client.grant(subject: .executable("/usr/bin/navit"), kind: .persistent,
                                              accuracy: .reducedAccuracy, expires: 604_800)
@@ -411,17 +412,6 @@ struct PolicyClientTests {
             #expect(try await client.audit().isEmpty)
             #expect(server.requests == [#"{"class":"AUDIT","since":1796014800}"#, #"{"class":"AUDIT"}"#])
         }
-    }
-
-    @Test("objectElements splits an array of objects exactly as written, strings with brackets included")
-    func objectElementsSplitting() {
-        let line = Array(#"{"class":"AUDIT","x":[1],"events":[{"a":"}]{["},{"b":{"c":[1,2]}} ,{}]}"#.utf8)
-        let elements = objectElements(ofArrayMember: "events", in: line)?.map { String(decoding: $0, as: UTF8.self) }
-        #expect(elements == [#"{"a":"}]{["}"#, #"{"b":{"c":[1,2]}}"#, "{}"])
-        #expect(objectElements(ofArrayMember: "events", in: Array(#"{"events":[]}"#.utf8))?.isEmpty == true)
-        #expect(objectElements(ofArrayMember: "events", in: Array(#"{"events":[{},1]}"#.utf8)) == nil)
-        #expect(objectElements(ofArrayMember: "events", in: Array(#"{"events":["x"]}"#.utf8)) == nil)
-        #expect(objectElements(ofArrayMember: "events", in: Array(#"{"class":"AUDIT"}"#.utf8)) == nil)
     }
 }
 

@@ -212,7 +212,7 @@ struct PublisherTests {
     }
 
     @Test("new rules lower a client's accuracy for the next fix", arguments: [AccuracyAuthorization.full, .reduced])
-    func accuracyChange(to accuracy: AccuracyAuthorization) {
+    func accuracyChange(to accuracy: LocationWire.AccuracyAuthorization) {
         var p = Self.publisher()
         _ = Self.watch(&p, 1, Self.navit, at: Self.moment(0))
         var out: [Delivery] = []

@@ -28,8 +28,7 @@ extension ServerState {
             status(id, at: now)
         case let .authorize(kind, accuracy, name):
             if let name { publisher.setDisplayName(String(DisplayText.escaped(String(name.prefix(200)))), of: id) }
-            authorize(id, .authorize(kind == "persistent" ? .persistent : .once, accuracy == "reduced" ? .reduced : .full),
-                      request: "AUTHORIZE", at: now)
+            authorize(id, .authorize(kind, accuracy), request: "AUTHORIZE", at: now)
         case .authorization:
             let state = publisher.authorization(of: id, at: now.wall)
             if let delivery = publisher.announce(id, state, force: true) { deliver([delivery], at: now.wall) }
@@ -121,7 +120,7 @@ extension ServerState {
             announce(id, state, at: now.wall)
         case let .refuse(status, reason):
             audit("decision", id, request: name, status: status.rawValue, accuracy: nil, reason: reason, at: now.wall)
-            send(id, ServerMessage.authorization(status: status.rawValue, accuracy: nil, reason: reason))
+            send(id, ServerMessage.authorization(status: status, accuracy: nil, reason: reason))
         case .invalid(let message):
             audit("decision", id, request: name, status: nil, accuracy: nil, reason: message, at: now.wall)
             send(id, ServerMessage.error(request: name, message: message))

@@ -263,7 +263,7 @@ struct ServerState {
                 if !fix, noFixReason == nil { noFixReason = self.noFixReason() }
                 send(id, ServerMessage.state(fix: fix, reason: fix ? nil : noFixReason))
             case let .authorization(id, state):
-                send(id, ServerMessage.authorization(status: state.status.rawValue, accuracy: state.accuracy?.rawValue, reason: state.reason))
+                send(id, ServerMessage.authorization(status: state.status, accuracy: state.accuracy, reason: state.reason))
             case let .watchEnded(id, state):
                 send(id, ServerMessage.error(request: "WATCH", message: "not authorized: \(state.reason)"))
             case .audit(let event):

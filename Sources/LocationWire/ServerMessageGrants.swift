@@ -1,0 +1,137 @@
+import LocationCore
+
+extension ServerMessage {
+    /// `GRANTS`: the reply to `GRANTS`, `GRANT` and `REVOKE`.
+    public struct Grants: Equatable, Sendable {
+        /// A stored decision (`persistent[]`).
+        public struct Stored: Equatable, Sendable {
+            /// Whom it is about (`executable` or `unit`, with `user` when for that user's program only,
+            /// or `user` alone); nil when the entry names none.
+            public var subject: GrantTarget?
+            /// True for a grant, false for a remembered refusal (`allowed`).
+            public var allowed: Bool?
+            /// The accuracy granted (`accuracy`).
+            public var accuracy: AccuracyAuthorization?
+            /// When it was made, UTC (`created`).
+            public var created: UTCTime?
+            /// When it expires, UTC; nil: never (`expires`).
+            public var expires: UTCTime?
+            /// Who decided, e.g. `"agent root (uid 0)"` (`decidedBy`).
+            public var decidedBy: String?
+
+            /// Makes the value; each parameter is the property of the same name (units there).
+            public init(subject: GrantTarget?, allowed: Bool?, accuracy: AccuracyAuthorization?,
+                        created: UTCTime? = nil, expires: UTCTime? = nil, decidedBy: String? = nil) {
+                self.subject = subject
+                self.allowed = allowed
+                self.accuracy = accuracy
+                self.created = created
+                self.expires = expires
+                self.decidedBy = decidedBy
+            }
+        }
+
+        /// A pre-approved one-time grant (`preapproved[]`).
+        public struct Preapproved: Equatable, Sendable {
+            /// Whom it is about (the subject members, as `Stored.subject`).
+            public var subject: GrantTarget?
+            /// The accuracy it grants (`accuracy`).
+            public var accuracy: AccuracyAuthorization?
+            /// When it was made, UTC (`created`).
+            public var created: UTCTime?
+            /// When it lapses unused, UTC (`expires`).
+            public var expires: UTCTime?
+
+            /// Makes the value; each parameter is the property of the same name (units there).
+            public init(subject: GrantTarget?, accuracy: AccuracyAuthorization?, created: UTCTime? = nil,
+                        expires: UTCTime? = nil) {
+                self.subject = subject
+                self.accuracy = accuracy
+                self.created = created
+                self.expires = expires
+            }
+        }
+
+        /// A live one-time grant of a connected client (`once[]`).
+        public struct OneTime: Equatable, Sendable {
+            /// Process id (`pid`).
+            public var pid: Int?
+            /// User id (`uid`).
+            public var uid: Int?
+            /// Executable (`exe`).
+            public var executable: String?
+            /// systemd unit (`unit`).
+            public var unit: String?
+            /// The accuracy it gets now (`accuracy`).
+            public var accuracy: AccuracyAuthorization?
+            /// When it was granted, UTC (`granted`).
+            public var granted: UTCTime?
+            /// When it ends at the latest, UTC (`expires`).
+            public var expires: UTCTime?
+
+            /// Makes the value; each parameter is the property of the same name (units there).
+            public init(pid: Int?, uid: Int?, executable: String? = nil, unit: String? = nil,
+                        accuracy: AccuracyAuthorization?, granted: UTCTime? = nil, expires: UTCTime? = nil) {
+                self.pid = pid
+                self.uid = uid
+                self.executable = executable
+                self.unit = unit
+                self.accuracy = accuracy
+                self.granted = granted
+                self.expires = expires
+            }
+        }
+
+        /// Stored decisions, in the daemon's order (`persistent`).
+        public var persistent: [Stored]
+        /// Pre-approved one-time grants (`preapproved`).
+        public var preapproved: [Preapproved]
+        /// Live one-time grants (`once`).
+        public var once: [OneTime]
+
+        /// Makes the value; each parameter is the property of the same name (units there).
+        public init(persistent: [Stored] = [], preapproved: [Preapproved] = [], once: [OneTime] = []) {
+            self.persistent = persistent
+            self.preapproved = preapproved
+            self.once = once
+        }
+
+        func writeMembers(to w: inout JSONObjectWriter) {
+            w.beginArray("persistent")
+            for g in persistent {
+                w.beginElement()
+                g.subject?.write(to: &w)
+                if let allowed = g.allowed { w.field("allowed", allowed) }
+                w.field("accuracy", g.accuracy?.rawValue)
+                w.field("created", g.created)
+                w.field("expires", g.expires)
+                w.field("decidedBy", g.decidedBy)
+                w.endElement()
+            }
+            w.endArray()
+            w.beginArray("preapproved")
+            for p in preapproved {
+                w.beginElement()
+                p.subject?.write(to: &w)
+                w.field("accuracy", p.accuracy?.rawValue)
+                w.field("created", p.created)
+                w.field("expires", p.expires)
+                w.endElement()
+            }
+            w.endArray()
+            w.beginArray("once")
+            for o in once {
+                w.beginElement()
+                w.field("pid", o.pid)
+                w.field("uid", o.uid)
+                w.field("exe", o.executable)
+                w.field("unit", o.unit)
+                w.field("accuracy", o.accuracy?.rawValue)
+                w.field("granted", o.granted)
+                w.field("expires", o.expires)
+                w.endElement()
+            }
+            w.endArray()
+        }
+    }
+}

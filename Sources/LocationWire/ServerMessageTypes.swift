@@ -1,0 +1,261 @@
+import LocationCore
+
+extension ServerMessage {
+    /// `TPV`: a location report, gpsd_json(5)'s TPV plus `heading` and `accuracy` (docs/PROTOCOL.md
+    /// "TPV"). Encoded with gpsd's precisions, as `GPSDEncoder.appendTPV` writes a fix (the daemon's
+    /// fast path); a value made from a fix with `init(_:accuracy:)` encodes to the same bytes.
+    public struct TPV: Equatable, Sendable {
+        /// The receiver it came from (`device`).
+        public var device: String?
+        /// 1 no fix, 2 2D, 3 3D (`mode`; gpsd's 0, "not seen yet", reads as no fix).
+        public var mode: FixMode
+        /// gpsd's fix status: 2 DGPS, 3 RTK fixed, 4 RTK float, 5 dead reckoning, 7 manual, 8 simulated
+        /// (`status`; absent for plain GNSS).
+        public var status: Int?
+        /// Fix time, UTC (`time`).
+        public var time: UTCTime?
+        /// Degrees WGS84, north positive (`lat`).
+        public var latitude: Double?
+        /// Degrees WGS84, east positive (`lon`).
+        public var longitude: Double?
+        /// Metres above the WGS84 ellipsoid (`altHAE`).
+        public var altitudeHAE: Double?
+        /// Metres above mean sea level (`altMSL`).
+        public var altitudeMSL: Double?
+        /// `altHAE − altMSL`, metres (`geoidSep`).
+        public var geoidSeparation: Double?
+        /// Speed over ground, m/s (`speed`).
+        public var speed: Double?
+        /// Course over ground, degrees true (`track`).
+        public var track: Double?
+        /// Magnetic variation, degrees, east positive (`magvar`).
+        public var magneticVariation: Double?
+        /// Vertical speed, m/s, up positive (`climb`).
+        public var climb: Double?
+        /// Estimated horizontal error, metres, about 95 % (`eph`).
+        public var eph: Double?
+        /// Estimated longitude error, metres (`epx`).
+        public var epx: Double?
+        /// Estimated latitude error, metres (`epy`).
+        public var epy: Double?
+        /// Estimated vertical error, metres (`epv`).
+        public var epv: Double?
+        /// Where the vehicle points, degrees true (`heading`, from HDT/THS).
+        public var heading: Double?
+        /// How precisely the policy let this client see it (`accuracy`); nil outside the daemon.
+        public var accuracy: AccuracyAuthorization?
+
+        /// Makes the value; each parameter is the property of the same name (units there).
+        public init(device: String? = nil, mode: FixMode = .noFix, status: Int? = nil, time: UTCTime? = nil,
+                    latitude: Double? = nil, longitude: Double? = nil, altitudeHAE: Double? = nil,
+                    altitudeMSL: Double? = nil, geoidSeparation: Double? = nil, speed: Double? = nil,
+                    track: Double? = nil, magneticVariation: Double? = nil, climb: Double? = nil, eph: Double? = nil,
+                    epx: Double? = nil, epy: Double? = nil, epv: Double? = nil, heading: Double? = nil,
+                    accuracy: AccuracyAuthorization? = nil) {
+            self.device = device
+            self.mode = mode
+            self.status = status
+            self.time = time
+            self.latitude = latitude
+            self.longitude = longitude
+            self.altitudeHAE = altitudeHAE
+            self.altitudeMSL = altitudeMSL
+            self.geoidSeparation = geoidSeparation
+            self.speed = speed
+            self.track = track
+            self.magneticVariation = magneticVariation
+            self.climb = climb
+            self.eph = eph
+            self.epx = epx
+            self.epy = epy
+            self.epv = epv
+            self.heading = heading
+            self.accuracy = accuracy
+        }
+
+        /// The TPV the daemon sends for `fix`: position members only with a 2D/3D position, `status`
+        /// only when not plain GNSS, `time` only with a date (as `GPSDEncoder.appendTPV`).
+        public init(_ fix: Fix, accuracy: AccuracyAuthorization? = nil) {
+            let position = fix.hasPosition
+            self.init(device: fix.device, mode: fix.mode,
+                      status: fix.quality.flatMap { position && $0.gpsdStatus != 1 ? $0.gpsdStatus : nil },
+                      time: fix.time.flatMap { $0.date == nil ? nil : $0 })
+            if position {
+                latitude = fix.latitude
+                longitude = fix.longitude
+                altitudeHAE = fix.altitudeHAE
+                altitudeMSL = fix.altitudeMSL
+                geoidSeparation = fix.geoidSeparation
+                speed = fix.speed
+                track = fix.track
+                magneticVariation = fix.magneticVariation
+                climb = fix.climb
+                eph = fix.eph
+                epx = fix.epx
+                epy = fix.epy
+                epv = fix.epv
+            }
+            heading = fix.heading
+            self.accuracy = accuracy
+        }
+
+        /// Writes the whole object and its newline.
+        func write(to w: inout JSONObjectWriter) {
+            w.begin()
+            writeMembers(to: &w)
+            w.end()
+        }
+
+        /// Writes `"class":"TPV"` and the members, with gpsd's precisions (lat/lon 9 decimals, metres 3–4).
+        func writeMembers(to w: inout JSONObjectWriter) {
+            w.field("class", constant: "TPV")
+            w.field("device", device)
+            w.field("mode", mode.rawValue)
+            w.field("status", status)
+            if let time, time.date != nil { w.timeField(time) }
+            w.field("lat", latitude, decimals: 9)
+            w.field("lon", longitude, decimals: 9)
+            w.field("altHAE", altitudeHAE, decimals: 4)
+            w.field("altMSL", altitudeMSL, decimals: 4)
+            w.field("geoidSep", geoidSeparation, decimals: 3)
+            w.field("speed", speed, decimals: 4)
+            w.field("track", track, decimals: 4)
+            w.field("magvar", magneticVariation, decimals: 2)
+            w.field("climb", climb, decimals: 4)
+            w.field("eph", eph, decimals: 3)
+            w.field("epx", epx, decimals: 3)
+            w.field("epy", epy, decimals: 3)
+            w.field("epv", epv, decimals: 3)
+            w.field("heading", heading, decimals: 4)
+            w.field("accuracy", accuracy?.rawValue)
+        }
+    }
+
+    /// `STATUS` reply: the fix mode this client may know, clients, receivers.
+    public struct Status: Equatable, Sendable {
+        /// One configured receiver (`receivers[]`).
+        public struct Receiver: Equatable, Sendable {
+            /// Config section name (`name`).
+            public var name: String?
+            /// `serial`, `gpsd` or `replay` (`type`).
+            public var type: String?
+            /// Device, `host:port` or file (`path`).
+            public var path: String?
+            /// `starting`, `connected`, `unavailable`, `stopped` (`state`).
+            public var state: String?
+            /// Why it is unavailable (`reason`).
+            public var reason: String?
+            /// Serial line speed, bit/s (`speed`).
+            public var speed: Int?
+            /// When it connected, UTC (`connectedSince`).
+            public var connectedSince: UTCTime?
+            /// NMEA sentences read since start (`sentences`).
+            public var sentences: Int?
+            /// Fixes since start; only for clients with full accuracy, and admins (`fixes`).
+            public var fixes: Int?
+            /// Errors since start (`errors`).
+            public var errors: Int?
+            /// Time of its last fix, UTC; as `fixes` (`lastFixTime`).
+            public var lastFixTime: UTCTime?
+            /// Higher wins while it has a fix (`priority`).
+            public var priority: Int?
+
+            /// Makes the value; each parameter is the property of the same name (units there).
+            public init(name: String?, type: String?, path: String? = nil, state: String?, reason: String? = nil,
+                        speed: Int? = nil, connectedSince: UTCTime? = nil, sentences: Int? = nil, fixes: Int? = nil,
+                        errors: Int? = nil, lastFixTime: UTCTime? = nil, priority: Int? = nil) {
+                self.name = name
+                self.type = type
+                self.path = path
+                self.state = state
+                self.reason = reason
+                self.speed = speed
+                self.connectedSince = connectedSince
+                self.sentences = sentences
+                self.fixes = fixes
+                self.errors = errors
+                self.lastFixTime = lastFixTime
+                self.priority = priority
+            }
+        }
+
+        /// Current fix mode; at most 2D for reduced accuracy, nil for a client that may not see the
+        /// location (`mode`).
+        public var mode: FixMode?
+        /// Connected clients (`clients`).
+        public var clients: Int?
+        /// The configured receivers (`receivers`; absent reads as none).
+        public var receivers: [Receiver]
+
+        /// Makes the value; each parameter is the property of the same name (units there).
+        public init(mode: FixMode?, clients: Int?, receivers: [Receiver]) {
+            self.mode = mode
+            self.clients = clients
+            self.receivers = receivers
+        }
+
+        func writeMembers(to w: inout JSONObjectWriter) {
+            if let mode { w.field("mode", mode.rawValue) }
+            w.field("clients", clients)
+            w.beginArray("receivers")
+            for r in receivers {
+                w.beginElement()
+                w.field("name", r.name)
+                w.field("type", r.type)
+                w.field("path", r.path)
+                w.field("state", r.state)
+                w.field("reason", r.reason)
+                w.field("speed", r.speed)
+                w.field("connectedSince", r.connectedSince)
+                w.field("sentences", r.sentences)
+                w.field("fixes", r.fixes)
+                w.field("errors", r.errors)
+                if let t = r.lastFixTime, t.date != nil { w.field("lastFixTime", t) }
+                w.field("priority", r.priority)
+                w.endElement()
+            }
+            w.endArray()
+        }
+    }
+
+    /// `ASK`: a pending authorization request, sent to every agent.
+    public struct Ask: Equatable, Sendable {
+        /// The question's id, for `ANSWER` (`id`).
+        public var id: Int
+        /// The client asking (`client`).
+        public var client: ClientDescription?
+        /// `once`, `persistent` or `temporaryFullAccuracy` (`request`; text, so that requests a newer
+        /// daemon adds still read).
+        public var request: String?
+        /// For temporary full accuracy: the purpose key cited (`purposeKey`).
+        public var purposeKey: String?
+        /// The accuracy that would be granted, already capped by the client's rule (`accuracy`).
+        public var accuracy: AccuracyAuthorization?
+        /// For temporary full accuracy: the config's text for the key (`purpose`).
+        public var purpose: String?
+        /// Seconds the daemon waits for an answer (`timeout`).
+        public var timeout: Double?
+
+        /// Makes the value; each parameter is the property of the same name (units there).
+        public init(id: Int, client: ClientDescription?, request: String?, purposeKey: String? = nil,
+                    accuracy: AccuracyAuthorization? = nil, purpose: String? = nil, timeout: Double? = nil) {
+            self.id = id
+            self.client = client
+            self.request = request
+            self.purposeKey = purposeKey
+            self.accuracy = accuracy
+            self.purpose = purpose
+            self.timeout = timeout
+        }
+
+        func writeMembers(to w: inout JSONObjectWriter) {
+            w.field("id", id)
+            client?.write("client", to: &w)
+            w.field("request", request)
+            w.field("purposeKey", purposeKey)
+            w.field("accuracy", accuracy?.rawValue)
+            w.field("purpose", purpose)
+            w.field("timeout", timeout)
+        }
+    }
+}

@@ -1,0 +1,330 @@
+import LocationCore
+
+/// One message the server sends (docs/PROTOCOL.md "On connect", "Server messages", "Authorization",
+/// "Agents and administrators"), as a value: `encoded()` writes its line, `decode(_:)`
+/// (ServerMessageDecoding.swift) reads one. The daemon and `LocationClient` share these definitions.
+///
+/// Members the protocol lets the server leave out are optionals (absent means "not known", never zero);
+/// the few without which a message means nothing are not (`VERSION.proto_major`, `STATE.fix`,
+/// `AUTHORIZATION.status`, `ASK.id`, `ANSWERED.id`). Encoding leaves nil members out and writes the
+/// rest in the order of the protocol page.
+public enum ServerMessage: Equatable, Sendable {
+    /// `VERSION`, the greeting.
+    case version(Version)
+    /// `ERROR`: a request failed.
+    case error(Failure)
+    /// The `WATCH` acknowledgement.
+    case watch(Watch)
+    /// `STATE`: the fix was lost or came back.
+    case state(State)
+    /// The `POLL` reply.
+    case poll(Poll)
+    /// `TPV`: a location report.
+    case tpv(TPV)
+    /// The `STATUS` reply.
+    case status(Status)
+    /// `AUTHORIZATION`: the client's status (a reply, or unasked on a change).
+    case authorization(Authorization)
+    /// `{"class":"AGENT"}`: the connection is now an agent.
+    case agent
+    /// `ASK`: a question for the agents.
+    case ask(Ask)
+    /// `ANSWERED`: how a question ended.
+    case answered(Answered)
+    /// `GRANTS`: the reply to `GRANTS`, `GRANT` and `REVOKE`.
+    case grants(Grants)
+    /// The `AUDIT` reply.
+    case audit(Audit)
+
+    /// The message's `class`, e.g. `"TPV"`.
+    public var className: String {
+        switch self {
+        case .version: return "VERSION"
+        case .error: return "ERROR"
+        case .watch: return "WATCH"
+        case .state: return "STATE"
+        case .poll: return "POLL"
+        case .tpv: return "TPV"
+        case .status: return "STATUS"
+        case .authorization: return "AUTHORIZATION"
+        case .agent: return "AGENT"
+        case .ask: return "ASK"
+        case .answered: return "ANSWERED"
+        case .grants: return "GRANTS"
+        case .audit: return "AUDIT"
+        }
+    }
+
+    /// `VERSION`, sent on connect.
+    public struct Version: Equatable, Sendable {
+        /// locationd's version, e.g. `"0.1.0"` (`release`).
+        public var release: String?
+        /// Incompatible protocol changes bump this (`proto_major`; `ProtocolVersion.major`).
+        public var protocolMajor: Int
+        /// Compatible additions bump this (`proto_minor`).
+        public var protocolMinor: Int?
+
+        /// Makes the value; each parameter is the property of the same name (units there).
+        public init(release: String?, protocolMajor: Int = ProtocolVersion.major,
+                    protocolMinor: Int? = ProtocolVersion.minor) {
+            self.release = release
+            self.protocolMajor = protocolMajor
+            self.protocolMinor = protocolMinor
+        }
+    }
+
+    /// `ERROR`: a request failed.
+    public struct Failure: Equatable, Sendable {
+        /// The request's class, or `"?"` when it could not be read (`request`).
+        public var request: String?
+        /// What went wrong, e.g. `"no fix within 10 s"` (`message`).
+        public var message: String?
+
+        /// Makes the value; each parameter is the property of the same name (units there).
+        public init(request: String?, message: String?) {
+            self.request = request
+            self.message = message
+        }
+    }
+
+    /// The `WATCH` acknowledgement: the effective subscription.
+    public struct Watch: Equatable, Sendable {
+        /// Subscribed (`enable`).
+        public var enable: Bool?
+        /// At most one TPV per this many seconds (`minInterval`).
+        public var minInterval: Double?
+        /// Metres a position must move from the last delivered one (`distanceFilter`).
+        public var distanceFilter: Double?
+
+        /// Makes the value; each parameter is the property of the same name (units there).
+        public init(enable: Bool?, minInterval: Double?, distanceFilter: Double?) {
+            self.enable = enable
+            self.minInterval = minInterval
+            self.distanceFilter = distanceFilter
+        }
+    }
+
+    /// `STATE`: the fix was lost (with the reason) or came back.
+    public struct State: Equatable, Sendable {
+        /// True when there is a fix again (`fix`).
+        public var fix: Bool
+        /// Why there is none, e.g. `"no receiver has a fix"` (`reason`).
+        public var reason: String?
+
+        /// Makes the value; each parameter is the property of the same name (units there).
+        public init(fix: Bool, reason: String? = nil) {
+            self.fix = fix
+            self.reason = reason
+        }
+    }
+
+    /// `POLL` reply: the first fix after the request, in a one-element `tpv` array.
+    public struct Poll: Equatable, Sendable {
+        /// The fixes (`tpv`); the server sends one.
+        public var tpv: [TPV]
+
+        /// Makes the value; each parameter is the property of the same name (units there).
+        public init(tpv: [TPV]) { self.tpv = tpv }
+    }
+
+    /// `AUTHORIZATION`: the client's status, its accuracy authorization and why.
+    public struct Authorization: Equatable, Sendable {
+        /// The status (`status`).
+        public var status: AuthorizationStatus
+        /// How precisely it may see locations; present when authorized (`accuracy`).
+        public var accuracy: AccuracyAuthorization?
+        /// Why, in words (`reason`).
+        public var reason: String?
+
+        /// Makes the value; each parameter is the property of the same name (units there).
+        public init(status: AuthorizationStatus, accuracy: AccuracyAuthorization? = nil, reason: String? = nil) {
+            self.status = status
+            self.accuracy = accuracy
+            self.reason = reason
+        }
+    }
+
+    /// `ANSWERED`: how a question ended, told to every agent.
+    public struct Answered: Equatable, Sendable {
+        /// The question's id (`id`).
+        public var id: Int
+        /// `allowOnce`, `allowAlways`, `deny`, `timeout` or `withdrawn` (`answer`; text, so that
+        /// outcomes a newer daemon adds still read).
+        public var answer: String?
+        /// Who answered, e.g. `"root (uid 0)"`, `"nobody"` on a timeout (`by`).
+        public var by: String?
+
+        /// Makes the value; each parameter is the property of the same name (units there).
+        public init(id: Int, answer: String?, by: String?) {
+            self.id = id
+            self.answer = answer
+            self.by = by
+        }
+    }
+
+    /// `AUDIT` reply: the audit events, oldest first (`events`).
+    public struct Audit: Equatable, Sendable {
+        /// The events, oldest first.
+        public var events: [AuditRecord]
+
+        /// Makes the value; each parameter is the property of the same name (units there).
+        public init(events: [AuditRecord]) { self.events = events }
+    }
+}
+
+/// Who a client is, as the daemon saw it: the kernel's answer (pid, uid, executable, systemd unit),
+/// plus the display name the client declared, which is never used to decide (`ASK.client`, an audit
+/// event's `client`).
+public struct ClientDescription: Hashable, Sendable {
+    /// Process id (`pid`).
+    public var pid: Int?
+    /// User id (`uid`).
+    public var uid: Int?
+    /// User name (`user`).
+    public var user: String?
+    /// Executable path from `/proc/PID/exe` (`exe`).
+    public var executable: String?
+    /// systemd unit (`unit`).
+    public var unit: String?
+    /// The name declared in `AUTHORIZE`, display text only, not verified (`name`).
+    public var name: String?
+
+    /// Makes a description; every value is optional, as on the wire.
+    public init(pid: Int? = nil, uid: Int? = nil, user: String? = nil, executable: String? = nil,
+                unit: String? = nil, name: String? = nil) {
+        self.pid = pid
+        self.uid = uid
+        self.user = user
+        self.executable = executable
+        self.unit = unit
+        self.name = name
+    }
+
+    func write(_ name: StaticString, to w: inout JSONObjectWriter) {
+        w.beginObject(name)
+        w.field("pid", pid)
+        w.field("uid", uid)
+        w.field("user", user)
+        w.field("exe", executable)
+        w.field("unit", unit)
+        w.field("name", self.name)
+        w.endObject()
+    }
+}
+
+/// One audit event (`AUDIT.events[]`; the daemon's audit file holds the same objects, one a line).
+public struct AuditRecord: Equatable, Sendable {
+    /// When, Unix seconds (`unix`).
+    public var unixTime: Double?
+    /// When, UTC (`time`).
+    public var time: UTCTime?
+    /// `decision`, `delivery`, `grant` or `revoke` (`event`).
+    public var event: String?
+    /// The client concerned; for `grant` and `revoke` the administrator (`client`).
+    public var client: ClientDescription?
+    /// The request, e.g. `"AUTHORIZE"` or `"REVOKE executable /usr/bin/navit"` (`request`).
+    public var request: String?
+    /// The resulting status, an `AuthorizationStatus` raw value (`status`; text, as the file keeps it).
+    public var status: String?
+    /// The accuracy granted or delivered (`accuracy`).
+    public var accuracy: AccuracyAuthorization?
+    /// Why (`reason`).
+    public var reason: String?
+
+    /// Makes the value; each parameter is the property of the same name (units there).
+    public init(unixTime: Double? = nil, time: UTCTime? = nil, event: String?, client: ClientDescription? = nil,
+                request: String? = nil, status: String? = nil, accuracy: AccuracyAuthorization? = nil,
+                reason: String? = nil) {
+        self.unixTime = unixTime
+        self.time = time
+        self.event = event
+        self.client = client
+        self.request = request
+        self.status = status
+        self.accuracy = accuracy
+        self.reason = reason
+    }
+
+    /// Writes the event's members into the current object.
+    func writeMembers(to w: inout JSONObjectWriter) {
+        w.field("unix", unixTime)
+        w.field("time", time)
+        w.field("event", event)
+        client?.write("client", to: &w)
+        w.field("request", request)
+        w.field("status", status)
+        w.field("accuracy", accuracy?.rawValue)
+        w.field("reason", reason)
+    }
+}
+
+extension ServerMessage {
+    /// The message as one line, newline included.
+    public func encoded() -> [UInt8] {
+        var out: [UInt8] = []
+        append(to: &out)
+        return out
+    }
+
+    /// Appends the message's line (newline included) to `out`.
+    public func append(to out: inout [UInt8]) {
+        var w = JSONObjectWriter(reservingCapacity: 256)
+        if case .tpv(let tpv) = self {
+            tpv.write(to: &w)
+            w.append(to: &out)
+            return
+        }
+        w.begin()
+        w.field("class", className)
+        switch self {
+        case .version(let v):
+            w.field("release", v.release)
+            w.field("proto_major", v.protocolMajor)
+            w.field("proto_minor", v.protocolMinor)
+        case .error(let e):
+            w.field("request", e.request)
+            w.field("message", e.message)
+        case .watch(let watch):
+            if let enable = watch.enable { w.field("enable", enable) }
+            w.field("minInterval", watch.minInterval)
+            w.field("distanceFilter", watch.distanceFilter)
+        case .state(let s):
+            w.field("fix", s.fix)
+            w.field("reason", s.reason)
+        case .poll(let poll):
+            w.beginArray("tpv")
+            for tpv in poll.tpv {
+                w.beginElement()
+                tpv.writeMembers(to: &w)
+                w.endElement()
+            }
+            w.endArray()
+        case .tpv, .agent:
+            break
+        case .status(let s):
+            s.writeMembers(to: &w)
+        case .authorization(let a):
+            w.field("status", a.status.rawValue)
+            w.field("accuracy", a.accuracy?.rawValue)
+            w.field("reason", a.reason)
+        case .ask(let ask):
+            ask.writeMembers(to: &w)
+        case .answered(let a):
+            w.field("id", a.id)
+            w.field("answer", a.answer)
+            w.field("by", a.by)
+        case .grants(let g):
+            g.writeMembers(to: &w)
+        case .audit(let audit):
+            w.beginArray("events")
+            for event in audit.events {
+                w.beginElement()
+                event.writeMembers(to: &w)
+                w.endElement()
+            }
+            w.endArray()
+        }
+        w.end()
+        w.append(to: &out)
+    }
+}

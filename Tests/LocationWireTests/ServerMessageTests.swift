@@ -1,0 +1,122 @@
+import LocationCore
+import LocationWire
+import Testing
+
+/// A UTC time on a date, for expected values.
+func utc(_ year: Int, _ month: Int, _ day: Int, _ hour: Int, _ minute: Int, _ second: Int, ms: Int = 0) -> UTCTime {
+    UTCTime(date: CivilDate(year: year, month: month, day: day),
+            millisecondsOfDay: ((hour * 60 + minute) * 60 + second) * 1000 + ms)
+}
+
+/// `ServerMessage`: the server's lines as values, against docs/PROTOCOL.md.
+@Suite("Server messages")
+struct ServerMessageTests {
+    static func decode(_ line: String) throws(ServerMessageError) -> ServerMessage {
+        try ServerMessage.decode(Array(line.utf8))
+    }
+
+    static let navit = ClientDescription(pid: 4242, uid: 1000, user: "alice", executable: "/usr/bin/navit",
+                                  unit: "navit.service", name: "My Navigator")
+
+    /// The example lines of docs/PROTOCOL.md, with the values they stand for read off the page.
+    static let documented: [(line: String, message: ServerMessage)] = [
+        (#"{"class":"VERSION","release":"0.1.0","proto_major":1,"proto_minor":1}"#,
+         .version(.init(release: "0.1.0", protocolMajor: 1, protocolMinor: 1))),
+        (#"{"class":"WATCH","enable":true,"minInterval":1.0,"distanceFilter":10}"#,
+         .watch(.init(enable: true, minInterval: 1, distanceFilter: 10))),
+        (#"{"class":"POLL","tpv":[{"class":"TPV","mode":3,"time":"2007-04-08T09:53:08.801Z","lat":-27.210781667,"lon":153.05213,"accuracy":"full"}]}"#,
+         .poll(.init(tpv: [.init(mode: .threeDimensional, time: utc(2007, 4, 8, 9, 53, 8, ms: 801), latitude: -27.210781667,
+                                 longitude: 153.05213, accuracy: .full)]))),
+        (#"{"class":"ERROR","request":"POLL","message":"no fix within 10 s"}"#,
+         .error(.init(request: "POLL", message: "no fix within 10 s"))),
+        (#"{"class":"STATUS","mode":3,"clients":2,"receivers":[{"name":"gnss0","type":"serial","path":"/dev/ttyACM0","state":"connected","speed":9600,"connectedSince":"2026-11-30T05:10:00.000Z","sentences":1203,"fixes":300,"errors":0,"lastFixTime":"2026-11-30T05:14:59.000Z","priority":0}]}"#,
+         .status(.init(mode: .threeDimensional, clients: 2, receivers: [
+            .init(name: "gnss0", type: "serial", path: "/dev/ttyACM0", state: "connected", speed: 9600,
+                  connectedSince: utc(2026, 11, 30, 5, 10, 0), sentences: 1203, fixes: 300, errors: 0,
+                  lastFixTime: utc(2026, 11, 30, 5, 14, 59), priority: 0)]))),
+        (#"{"class":"STATE","fix":false,"reason":"no receiver has a fix"}"#, .state(.init(fix: false, reason: "no receiver has a fix"))),
+        (#"{"class":"STATE","fix":true}"#, .state(.init(fix: true))),
+        (#"{"class":"ERROR","request":"WATCH","message":"minInterval must be a number of seconds ≥ 0"}"#,
+         .error(.init(request: "WATCH", message: "minInterval must be a number of seconds ≥ 0"))),
+        (#"{"class":"AUTHORIZATION","status":"authorizedOnce","accuracy":"full","reason":"one-time grant for this connection"}"#,
+         .authorization(.init(status: .authorizedOnce, accuracy: .full, reason: "one-time grant for this connection"))),
+        (#"{"class":"AGENT"}"#, .agent),
+        (#"{"class":"ASK","id":7,"client":{"pid":4242,"uid":1000,"user":"alice","exe":"/usr/bin/navit","unit":"navit.service","name":"My Navigator"},"request":"once","accuracy":"full","timeout":30}"#,
+         .ask(.init(id: 7, client: navit, request: "once", accuracy: .full, timeout: 30))),
+        (#"{"class":"ANSWERED","id":7,"answer":"allowOnce","by":"root (uid 0)"}"#,
+         .answered(.init(id: 7, answer: "allowOnce", by: "root (uid 0)"))),
+        (#"{"class":"ERROR","request":"GRANT","message":"permission denied: ..."}"#,
+         .error(.init(request: "GRANT", message: "permission denied: ..."))),
+        (#"{"class":"GRANTS","persistent":[{"executable":"/usr/bin/python3.11","user":"1000","allowed":true,"accuracy":"full"}],"preapproved":[],"once":[]}"#,
+         .grants(.init(persistent: [.init(subject: .executable("/usr/bin/python3.11", user: "1000"), allowed: true, accuracy: .full)]))),
+        (#"{"class":"AUDIT","events":[{"unix":1764480000.5,"time":"2025-11-30T05:20:00.500Z","event":"decision","client":{"pid":4242,"uid":1000},"request":"AUTHORIZE","status":"authorizedOnce","accuracy":"full","reason":"one-time grant by [policy] default"}]}"#,
+         .audit(.init(events: [.init(unixTime: 1_764_480_000.5, time: utc(2025, 11, 30, 5, 20, 0, ms: 500), event: "decision",
+                                     client: ClientDescription(pid: 4242, uid: 1000), request: "AUTHORIZE", status: "authorizedOnce",
+                                     accuracy: .full, reason: "one-time grant by [policy] default")]))),
+    ]
+
+    @Test("the protocol page's lines decode to what they say", arguments: documented)
+    func decodesDocumented(line: String, message: ServerMessage) throws {
+        #expect(try Self.decode(line) == message)
+        #expect(try Self.decode(line + "\n") == message)
+    }
+
+    /// Every class, with every member it can carry (strings that need escapes, negative and fractional
+    /// numbers), and with the least it can carry.
+    static let messages: [ServerMessage] = [
+        .version(.init(release: "0.1.0")),
+        .version(.init(release: nil, protocolMajor: 2, protocolMinor: nil)),
+        .error(.init(request: "?", message: "too many clients (64)")),
+        .error(.init(request: nil, message: nil)),
+        .watch(.init(enable: true, minInterval: 2.5, distanceFilter: 0)),
+        .watch(.init(enable: nil, minInterval: nil, distanceFilter: nil)),
+        .state(.init(fix: false, reason: "receiver \"gnss0\"\nunavailable")),
+        .state(.init(fix: true)),
+        .poll(.init(tpv: [.init(device: "gnss0", mode: .twoDimensional, time: utc(2007, 4, 8, 9, 53, 4, ms: 802),
+                               latitude: -27.210866667, longitude: 153.052328333, eph: 323, accuracy: .reduced)])),
+        .poll(.init(tpv: [])),
+        .tpv(.init(device: "hemi", mode: .threeDimensional, status: 2, time: utc(2018, 9, 7, 19, 40, 58),
+                   latitude: 42.363727402, longitude: -71.03239789, altitudeHAE: -26.271, altitudeMSL: 6.786,
+                   geoidSeparation: -33.057, speed: 0.0206, track: 346.88, magneticVariation: -14.27, climb: -1.77,
+                   eph: 26.6, epx: 12.5, epy: 13.25, epv: 40.125, heading: 274.07, accuracy: .full)),
+        .tpv(.init(mode: .noFix)),
+        .status(.init(mode: nil, clients: 1, receivers: [])),
+        .status(.init(mode: .twoDimensional, clients: 3, receivers: [
+            .init(name: "gnss0", type: "serial", path: "/dev/ttyACM0", state: "connected", speed: 9600,
+                  connectedSince: utc(2026, 11, 30, 5, 10, 0), sentences: 1203, fixes: 300, errors: 2,
+                  lastFixTime: utc(2026, 11, 30, 5, 14, 59, ms: 1), priority: 1),
+            .init(name: "backup", type: "gpsd", state: "unavailable", reason: "connection refused")])),
+        .authorization(.init(status: .denied, reason: "no agent is running to ask")),
+        .authorization(.init(status: .authorizedPersistent, accuracy: .reduced, reason: "rule [client navit]")),
+        .agent,
+        .ask(.init(id: 8, client: ClientDescription(pid: 4242, uid: 1000, executable: "/usr/bin/navit"),
+                   request: "temporaryFullAccuracy", purposeKey: "Navigation", accuracy: .full,
+                   purpose: "Turn-by-turn directions need your exact position.", timeout: 30)),
+        .ask(.init(id: 1, client: nil, request: nil)),
+        .answered(.init(id: 3, answer: "timeout", by: "nobody")),
+        .grants(.init()),
+        .grants(.init(
+            persistent: [.init(subject: .executable("/usr/bin/navit"), allowed: true, accuracy: .reduced,
+                               created: utc(2026, 11, 30, 5, 0, 0), expires: utc(2026, 12, 7, 5, 0, 0), decidedBy: "agent root (uid 0)"),
+                         .init(subject: .unit("spy.service", user: "1000"), allowed: false, accuracy: .reduced),
+                         .init(subject: nil, allowed: nil, accuracy: nil)],
+            preapproved: [.init(subject: .user("kiosk"), accuracy: .full, created: utc(2026, 11, 30, 5, 2, 0))],
+            once: [.init(pid: 4242, uid: 1000, executable: "/usr/bin/navit", accuracy: .full,
+                         granted: utc(2026, 11, 30, 5, 3, 0), expires: utc(2026, 11, 30, 6, 3, 0))])),
+        .audit(.init(events: [])),
+        .audit(.init(events: [.init(event: "revoke", client: ClientDescription(pid: 1, uid: 0, user: "root"),
+                                    request: "REVOKE executable /usr/bin/navit", reason: "by administrator root (uid 0)"),
+                              .init(unixTime: -0.25, event: nil)])),
+    ]
+
+    @Test("encode then decode gives the same message", arguments: messages)
+    func roundTrip(message: ServerMessage) throws {
+        let line = message.encoded()
+        #expect(line.last == 10)
+        #expect(line.dropLast().contains(10) == false)
+        #expect(try ServerMessage.decode(line) == message)
+        var appended = Array("x".utf8)
+        message.append(to: &appended)
+        #expect(appended == Array("x".utf8) + line)
+    }
+}
