@@ -1,24 +1,50 @@
 import LocationPolicy
 import LocationWire
 
-/// A question waiting for an agent's answer.
+/// A question waiting for an agent's answer, and the clients waiting on it.
 struct PendingAsk: Sendable {
     let id: Int
-    /// The client that asked.
-    let client: Int
+    /// Whom the answer is about: the user and program, as an agent's decision is stored.
+    let subject: GrantSubject
     let question: AgentQuestion
     /// The request that asked: "AUTHORIZE" or "FULLACCURACY".
     let request: String
+    /// The connections waiting: the one that asked, then others of the same user and program that
+    /// asked the same while it waited. The answer applies to each.
+    var clients: [Int]
 }
 
 /// The agents (`locationctl agent`, run by root or the admin group) and the questions waiting for them:
 /// who is registered, what is pending, and the ASK / ANSWERED messages. A value; the server's state owns
 /// it and schedules the timeouts.
+///
+/// Bounds, so that no user can flood the agents or knock them off (issue 12): at most one question per
+/// user and program waits at a time (the same question again joins it; another is refused until it is
+/// answered), and each user may open `questionsPerMinute` questions a minute.
 struct AgentBroker: Sendable {
     /// Registered agents' connection ids, in the order they registered.
     private(set) var agents: [Int] = []
     private var asks: [Int: PendingAsk] = [:]
+    /// The waiting question of each user and program.
+    private var bySubject: [GrantSubject: Int] = [:]
+    /// Questions opened per user in the current minute.
+    private var opened: [UInt32: (start: ContinuousClock.Instant, count: Int)] = [:]
     private var nextAsk = 1
+
+    /// Questions one user may open per minute.
+    static let questionsPerMinute = 6
+
+    /// What `open` did.
+    enum Opening: Sendable {
+        /// A new question, to show the agents.
+        case opened(PendingAsk)
+        /// The same question from the same user and program was waiting: the client waits on it too.
+        case joined(Int)
+        /// Another question from the same user and program is waiting.
+        case busy
+        /// The user opened `questionsPerMinute` questions in the last minute.
+        case tooMany
+    }
 
     var hasAgents: Bool { !agents.isEmpty }
 
@@ -29,25 +55,54 @@ struct AgentBroker: Sendable {
         if !agents.contains(id) { agents.append(id) }
     }
 
-    /// A connection closed: it is no longer an agent, and its questions are withdrawn (returned).
+    /// A connection closed: it is no longer an agent, and it waits on no question; questions nobody
+    /// waits on any more are withdrawn (returned).
     mutating func remove(_ id: Int) -> [PendingAsk] {
         agents.removeAll { $0 == id }
-        let withdrawn = asks.values.filter { $0.client == id }.sorted { $0.id < $1.id }
-        for ask in withdrawn { asks.removeValue(forKey: ask.id) }
+        var withdrawn: [PendingAsk] = []
+        for askID in asks.keys.sorted() {
+            guard var ask = asks[askID], ask.clients.contains(id) else { continue }
+            ask.clients.removeAll { $0 == id }
+            if ask.clients.isEmpty {
+                asks.removeValue(forKey: askID)
+                bySubject.removeValue(forKey: ask.subject)
+                withdrawn.append(ask)
+            } else {
+                asks[askID] = ask
+            }
+        }
         return withdrawn
     }
 
-    /// Opens a question for the agents.
-    mutating func open(client: Int, question: AgentQuestion, request: String) -> PendingAsk {
-        let ask = PendingAsk(id: nextAsk, client: client, question: question, request: request)
+    /// Opens a question for the agents about `identity`, asked by connection `client` — or joins the
+    /// same one already waiting, or refuses (see `Opening`).
+    mutating func open(client: Int, identity: ClientIdentity, question: AgentQuestion, request: String,
+                       now: ContinuousClock.Instant) -> Opening {
+        let subject = GrantSubject.decision(for: identity)
+        if let waiting = bySubject[subject], var ask = asks[waiting] {
+            guard ask.question == question, ask.request == request else { return .busy }
+            if !ask.clients.contains(client) { ask.clients.append(client) }
+            asks[waiting] = ask
+            return .joined(waiting)
+        }
+        var rate = opened[identity.uid] ?? (start: now, count: 0)
+        if now - rate.start >= .seconds(60) { rate = (start: now, count: 0) }
+        guard rate.count < Self.questionsPerMinute else { return .tooMany }
+        rate.count += 1
+        if opened.count >= 4096 { opened = opened.filter { now - $0.value.start < .seconds(60) } }
+        opened[identity.uid] = rate
+        let ask = PendingAsk(id: nextAsk, subject: subject, question: question, request: request, clients: [client])
         nextAsk += 1
         asks[ask.id] = ask
-        return ask
+        bySubject[subject] = ask.id
+        return .opened(ask)
     }
 
     /// Takes question `id` out (answered or timed out); nil when it is no longer waiting.
     mutating func take(_ id: Int) -> PendingAsk? {
-        asks.removeValue(forKey: id)
+        guard let ask = asks.removeValue(forKey: id) else { return nil }
+        bySubject.removeValue(forKey: ask.subject)
+        return ask
     }
 
     /// The ASK message for the agents (docs/PROTOCOL.md "ASK").
@@ -88,9 +143,18 @@ struct AgentBroker: Sendable {
 
 /// Asking agents and taking their answers.
 extension ServerState {
-    /// Sends `message` to every agent.
-    mutating func tellAgents(_ message: [UInt8]) {
-        for agent in broker.agents { send(agent, message) }
+    /// Sends `message` to every agent; an ASK is tagged with its id so that it can be withdrawn unread.
+    mutating func tellAgents(_ message: [UInt8], ask: Int? = nil) {
+        for agent in broker.agents { send(agent, message, tag: ask) }
+    }
+
+    /// Question `ask` is over (answered, timed out, withdrawn): agents that have not read its ASK yet lose
+    /// it from their queue and hear nothing of it; the others get ANSWERED.
+    mutating func closeQuestion(_ ask: Int, _ answer: String, by: String) {
+        let answered = AgentBroker.answered(ask, answer, by: by)
+        for agent in broker.agents where connections[agent]?.output.withdraw(tag: ask) != true {
+            send(agent, answered)
+        }
     }
 
     /// Puts a client's question to the agents; with none running, the client is denied at once.
@@ -102,24 +166,37 @@ extension ServerState {
             return
         }
         let timeout = publisher.policy.rules.defaults.askTimeout
-        let pending = broker.open(client: id, question: question, request: request)
-        effects.append(.schedule(.askTimeout(ask: pending.id), after: .seconds(timeout)))
-        tellAgents(AgentBroker.askMessage(pending, identity: subscriber.identity, name: subscriber.displayName, timeout: timeout))
+        switch broker.open(client: id, identity: subscriber.identity, question: question, request: request, now: now.monotonic) {
+        case .opened(let pending):
+            effects.append(.schedule(.askTimeout(ask: pending.id), after: .seconds(timeout)))
+            tellAgents(AgentBroker.askMessage(pending, identity: subscriber.identity, name: subscriber.displayName, timeout: timeout),
+                       ask: pending.id)
+        case .joined:
+            break
+        case .busy:
+            send(id, ServerMessage.error(request: request, message: "another question from this program is waiting for an agent; ask again once it is answered"))
+        case .tooMany:
+            audit("decision", id, request: request, status: nil, accuracy: nil,
+                  reason: "not asked: more than \(AgentBroker.questionsPerMinute) questions a minute from uid \(subscriber.identity.uid)", at: now.wall)
+            send(id, ServerMessage.error(request: request, message: "too many questions to agents from uid \(subscriber.identity.uid) (\(AgentBroker.questionsPerMinute) a minute); ask again later"))
+        }
     }
 
-    /// No agent answered in time: the client is denied.
+    /// No agent answered in time: the clients waiting are denied.
     mutating func askTimedOut(_ ask: Int, at now: Moment) {
         guard let pending = broker.take(ask) else { return }
         let timeout = publisher.policy.rules.defaults.askTimeout
         let reason = "no answer from an agent within \(Self.seconds(.seconds(timeout)))"
-        audit("decision", pending.client, request: pending.request, status: AuthorizationStatus.denied.rawValue, accuracy: nil,
-              reason: reason, at: now.wall)
-        send(pending.client, ServerMessage.authorization(status: .denied, accuracy: nil, reason: reason))
-        tellAgents(AgentBroker.answered(ask, "timeout", by: "nobody"))
+        for client in pending.clients {
+            audit("decision", client, request: pending.request, status: AuthorizationStatus.denied.rawValue, accuracy: nil,
+                  reason: reason, at: now.wall)
+            send(client, ServerMessage.authorization(status: .denied, accuracy: nil, reason: reason))
+        }
+        closeQuestion(ask, "timeout", by: "nobody")
     }
 
-    /// ANSWER from an agent: the client's session (and, for "allow always", the grant store) change, the
-    /// client is told, and every agent hears that the question was answered.
+    /// ANSWER from an agent: the waiting clients' sessions (and, for "allow always", the grant store)
+    /// change, the clients are told, and every agent hears that the question was answered.
     mutating func answer(_ ask: Int, _ answer: AnswerChoice, accuracy: AccuracyAuthorization?, from agent: Int, by: String,
                          at now: Moment) {
         guard broker.isAgent(agent) else {
@@ -136,8 +213,9 @@ extension ServerState {
         case .allowAlways: parsed = .allowAlways(accuracy)
         case .deny: parsed = .deny
         }
-        let client = pending.client
-        if let subscriber = publisher.subscribers[client] {
+        var stored = false
+        for client in pending.clients {
+            guard let subscriber = publisher.subscribers[client] else { continue }
             let outcome = Policy.apply(parsed, to: pending.question, identity: subscriber.identity, session: subscriber.session,
                                        now: now.wall, onceLifetime: publisher.policy.rules.defaults.onceLifetime,
                                        decidedBy: "agent \(by)")
@@ -145,10 +223,11 @@ extension ServerState {
             if let once = outcome.session.once, once != subscriber.session.once {
                 effects.append(.schedule(.onceExpiry(client: client), after: .seconds(max(0, once.expires - now.wall)) + .milliseconds(10)))
             }
-            if let stored = outcome.store {
+            if let grant = outcome.store, !stored {
+                stored = true
                 changeGrants(reply: nil, request: "ANSWER") {
-                    $0.persistent.removeAll { $0.subject == stored.subject }
-                    $0.persistent.append(stored)
+                    $0.persistent.removeAll { $0.subject == grant.subject }
+                    $0.persistent.append(grant)
                 }
             }
             let state = publisher.authorization(of: client, at: now.wall)
@@ -158,8 +237,8 @@ extension ServerState {
             if parsed == .deny, pending.request == "FULLACCURACY" {
                 send(client, ServerMessage.error(request: "FULLACCURACY", message: "temporary full accuracy denied by the agent"))
             }
-            if outcome.store != nil { deliver(publisher.reevaluateAll(because: nil, at: now.wall), at: now.wall) }
         }
-        tellAgents(AgentBroker.answered(ask, answer.rawValue, by: by))
+        if stored { deliver(publisher.reevaluateAll(because: nil, at: now.wall), at: now.wall) }
+        closeQuestion(ask, answer.rawValue, by: by)
     }
 }

@@ -133,4 +133,49 @@ struct AbuseTests {
         let root = try RawClient(daemon.socketPath)
         #expect(root.message("VERSION") != nil)
     }
+
+    @Test("a flood of AUTHORIZE from one user reaches the agent as a handful of questions; the agent stays and answers others")
+    func agentFlood() throws {
+        let daemon = try DaemonProcess(config: E2E.config(policy: "access = ask\nask-timeout = 20s"))
+        let directory = String(daemon.socketPath[..<daemon.socketPath.lastIndex(of: "/")!])
+        chmod(directory, 0o755)
+        let agent = try RawClient(daemon.socketPath)
+        agent.send(#"{"class":"AGENT"}"#)
+        #expect(agent.message("AGENT") != nil)
+        // The attacker runs 20 copies of python (20 "programs"), each with 3 connections asking again
+        // and again, with names of zero-width joiners.
+        let python = try E2E.pythonAllowed().python
+        let name = String(repeating: "\u{200D}", count: 300)
+        var attackers: [E2E.Started] = []
+        for i in 0..<20 {
+            let copy = directory + "/py\(i)"
+            _ = try E2E.run(["cp", python, copy], in: directory)
+            for _ in 0..<3 {
+                let lines = Array(repeating: #"{"class":"AUTHORIZE","authorization":"persistent","name":"\#(name)"}"#, count: 30)
+                attackers.append(try E2E.start(["setpriv", "--reuid=1", "--regid=1", "--clear-groups", copy, "-c", E2E.pythonClient,
+                                                daemon.socketPath, "3"] + lines, in: directory))
+            }
+        }
+        var asks = 0
+        while let ask = agent.message("ASK", timeout: 1.5) {
+            #expect(ask["client"]?.object?["uid"]?.number == 1)
+            asks += 1
+        }
+        // One question per program at a time, six a minute per user.
+        #expect(asks == 6, "\(asks) questions reached the agent")
+        for attacker in attackers { _ = E2E.finish(attacker) }
+        // Another user's question still reaches the agent, which answers it.
+        let legit = try E2E.startPython(daemon.socketPath, uid: 2, lines: [#"{"class":"AUTHORIZE","authorization":"once"}"#,
+                                                                           "wait:authorizedOnce"], seconds: 5)
+        var answered = false
+        while let ask = agent.message("ASK", timeout: 5) {
+            guard ask["client"]?.object?["uid"]?.number == 2, let id = ask["id"]?.number else { continue }
+            agent.send(#"{"class":"ANSWER","id":\#(Int(id)),"answer":"allowOnce"}"#)
+            answered = true
+            break
+        }
+        #expect(answered)
+        let out = E2E.finish(legit).stdout
+        #expect(out.contains(#""status":"authorizedOnce""#), "\(out.suffix(500))")
+    }
 }

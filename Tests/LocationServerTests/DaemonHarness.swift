@@ -130,6 +130,7 @@ enum JSONValue: Decodable, Equatable {
     var string: String? { if case .string(let s) = self { return s } else { return nil } }
     var number: Double? { if case .number(let n) = self { return n } else { return nil } }
     var bool: Bool? { if case .bool(let b) = self { return b } else { return nil } }
+    var object: [String: JSONValue]? { if case .object(let o) = self { return o } else { return nil } }
 }
 
 func monotonic() -> Double {

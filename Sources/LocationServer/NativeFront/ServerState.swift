@@ -135,9 +135,7 @@ struct ServerState {
         let uid = connection.identity.uid
         connectionsPerUser[uid] = connectionsPerUser[uid].flatMap { $0 > 1 ? $0 - 1 : nil }
         publisher.disconnect(id)
-        for ask in broker.remove(id) {
-            tellAgents(AgentBroker.answered(ask.id, "withdrawn", by: "client disconnected"))
-        }
+        for ask in broker.remove(id) { closeQuestion(ask.id, "withdrawn", by: "client disconnected") }
         connection.closeSocket()
         let coalesced = connection.output.coalesced
         context.log.info("client closed", connection.context(id, reason: why + (coalesced > 0 ? " (\(coalesced) stale reports coalesced)" : "")))
@@ -210,11 +208,12 @@ struct ServerState {
 
     /// Sends `bytes` to client `id`; a location report replaces one still unsent. A client whose socket
     /// failed, or that lets more than `maxQueuedBytes` pile up, is closed.
-    mutating func send(_ id: Int, _ bytes: [UInt8], isLocation: Bool = false) {
+    /// - Parameter tag: marks a message that may be withdrawn while still wholly unsent (`OutputQueue`).
+    mutating func send(_ id: Int, _ bytes: [UInt8], isLocation: Bool = false, tag: Int? = nil) {
         guard let index = connections.index(forKey: id) else { return }
         let fd = connections.values[index].fd
         do {
-            let queued = try connections.values[index].output.send(bytes, isLocation: isLocation, on: fd)
+            let queued = try connections.values[index].output.send(bytes, isLocation: isLocation, tag: tag, on: fd)
             guard queued else { return }
             if connections.values[index].output.byteCount > limits.maxQueuedBytes {
                 close(id, why: "more than \(limits.maxQueuedBytes) bytes queued")
