@@ -45,6 +45,10 @@ public enum DaemonError: Error, CustomStringConvertible {
 }
 
 /// Runs the daemon: receivers from the config, the socket server, signal handling.
+///
+/// Sound as `@unchecked Sendable`: its mutable state (`configuration`, `signalSources`, `isReady`) is
+/// touched only on the main queue — in `run`, and in the signal and timer handlers it installs there;
+/// the server and receivers it holds are `Sendable` themselves.
 public final class Daemon: @unchecked Sendable {
     /// The configuration in force; a successful reload (SIGHUP) replaces it. Main queue.
     public private(set) var configuration: DaemonConfiguration

@@ -87,6 +87,9 @@ public enum SocketActivation {
 /// and `WATCHDOG=1` at half of `WatchdogSec=` — runs on the main queue and asks the status closure,
 /// which goes through the socket server's queue, each time: a keep-alive thus proves that both the main
 /// queue (signals, reload) and the server answer, and a stuck daemon is restarted by systemd.
+///
+/// Sound as `@unchecked Sendable`: its mutable state (`lastStatus`, `timers`) is touched only on the main
+/// queue, where its timers fire and where `start` is called; the rest is immutable.
 public final class SystemdNotifier: @unchecked Sendable {
     /// True when `NOTIFY_SOCKET` is set.
     public let isEnabled: Bool
