@@ -1,0 +1,181 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import LocationPosix
+import TestSupport
+import Testing
+
+/// Issue 12, holes 4–7: what a reduced client could learn from timing, and memory a user could take —
+/// the real daemon on the bundled capture, attackers as other uids (setpriv).
+@Suite("Unprivileged attacks on timing and memory, end to end", .serialized)
+struct AbuseTimingTests {
+    typealias E2E = PolicyEndToEndTests
+
+    /// Rules: `daemon` (uid 1) and `bin` (uid 2) see the location at reduced accuracy; root at full.
+    static let reducedUsers = """
+        [client reduced]
+        user = daemon
+        access = always
+        accuracy = reduced
+
+        [client reduced2]
+        user = bin
+        access = always
+        accuracy = reduced
+
+        \(E2E.rootSeesAll)
+        """
+
+    /// Connects to argv[1], sends argv[3] as a line, and for argv[2] seconds prints each line received
+    /// as `SECONDS LINE` (seconds since the request).
+    static let timedClient = """
+        import socket, sys, time
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(sys.argv[1])
+        start = time.monotonic()
+        s.sendall(sys.argv[3].encode() + b"\\n")
+        s.settimeout(0.2)
+        buf = b""
+        while time.monotonic() - start < float(sys.argv[2]):
+            try:
+                d = s.recv(65536)
+                if not d: break
+                buf += d
+                while b"\\n" in buf:
+                    line, buf = buf.split(b"\\n", 1)
+                    print("%.3f %s" % (time.monotonic() - start, line.decode()))
+            except socket.timeout:
+                pass
+        """
+
+    static func timed(_ socket: String, uid: Int, request: String, seconds: Double, cgroup: String? = nil) throws -> E2E.Started {
+        let directory = String(socket[..<socket.lastIndex(of: "/")!])
+        chmod(directory, 0o755)
+        var command = ["setpriv", "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "/usr/bin/python3", "-c", timedClient,
+                       socket, String(seconds), request]
+        if let cgroup {
+            // Enter a cgroup of the attacker's choosing first, as `systemd-run --user --scope` would.
+            command = ["sh", "-c", "echo $$ > \(cgroup)/cgroup.procs && exec \"$@\"", "sh"] + command
+        }
+        return try E2E.start(command, in: directory)
+    }
+
+    /// The times (s) of the lines of `class` in a `timedClient` output.
+    static func times(_ output: String, of name: String) -> [Double] {
+        output.split(separator: "\n").compactMap { line in
+            guard line.contains(#""class":"\#(name)""#) else { return nil }
+            return Double(line.prefix { $0 != " " })
+        }
+    }
+
+    @Test("hole 4: a reduced client's reports come on the cadence whatever its filters (no grid-line timing)")
+    func reducedCadence() throws {
+        let daemon = try DaemonProcess(config: E2E.config(policy: "access = ask\nreduced-interval = 3s", clients: Self.reducedUsers,
+                                                          rate: "4"))
+        usleep(2_000_000)  // past the capture's first epochs without a fix
+        // One watches with a distance filter no reduced position could pass, the other with none.
+        let filtered = try Self.timed(daemon.socketPath, uid: 1, request: #"{"class":"WATCH","distanceFilter":1000000,"minInterval":0.5}"#,
+                                      seconds: 10)
+        let plain = try Self.timed(daemon.socketPath, uid: 2, request: #"{"class":"WATCH"}"#, seconds: 10)
+        let a = Self.times(E2E.finish(filtered).stdout, of: "TPV"), b = Self.times(E2E.finish(plain).stdout, of: "TPV")
+        // Every 3 s, for both: before issue 12 the filtered one got a report only when the reduced
+        // position changed cell — at the moment the true position crossed a grid line.
+        #expect(a.count >= 3 && a.count == b.count, "filtered \(a), plain \(b)")
+        for (x, y) in zip(a, a.dropFirst()) { #expect(y - x >= 2.9, "\(a)") }
+    }
+
+    @Test("hole 5: a fresh systemd unit (cgroup) per connection gets no fresh reduced report")
+    func pacingIgnoresUnit() throws {
+        let daemon = try DaemonProcess(config: E2E.config(policy: "access = ask\nreduced-interval = 60s", clients: Self.reducedUsers,
+                                                          rate: "max"))
+        var counts: [Int] = []
+        for i in 0..<3 {
+            let cgroup = "/sys/fs/cgroup/unified/locationd-attack-\(getpid())-\(i).scope"
+            try #require(mkdir(cgroup, 0o755) == 0, "cannot make a cgroup: \(Errno.current)")
+            defer { rmdir(cgroup) }
+            let out = E2E.finish(try Self.timed(daemon.socketPath, uid: 1, request: #"{"class":"WATCH"}"#, seconds: 0.8, cgroup: cgroup)).stdout
+            counts.append(Self.times(out, of: "TPV").count)
+        }
+        #expect(counts == [1, 0, 0])
+        #expect(daemon.log.contains("locationd-attack-\(getpid())-1.scope"), "the daemon saw the units")
+    }
+
+    @Test("hole 6: a reduced client learns of fix loss no sooner than its paced reports would tell it")
+    func reducedFixLoss() throws {
+        // At 20× the capture loops every ~4 s, each loop starting without a fix.
+        let daemon = try DaemonProcess(config: E2E.config(policy: "access = ask\nreduced-interval = 60s", clients: Self.reducedUsers,
+                                                          rate: "20"))
+        usleep(1_500_000)
+        let reduced = try Self.timed(daemon.socketPath, uid: 1, request: #"{"class":"WATCH"}"#, seconds: 9)
+        let root = try RawClient(daemon.socketPath)
+        root.send(#"{"class":"WATCH"}"#)
+        var rootLost = false
+        let end = monotonic() + 9
+        while monotonic() < end, !rootLost {
+            if let state = root.message("STATE", timeout: 1), state["fix"]?.bool == false { rootLost = true }
+        }
+        let out = E2E.finish(reduced).stdout
+        #expect(rootLost, "the full client is told of the loss at once")
+        #expect(Self.times(out, of: "TPV").count == 1, "\(out)")
+        #expect(!out.contains(#""fix":false"#), "\(out)")
+    }
+
+    /// The daemon's resident set, kB (/proc/PID/status VmRSS).
+    static func residentKilobytes(_ pid: pid_t) -> Int {
+        guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/status") else { return 0 }
+        let line = String(decoding: data, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+    }
+
+    /// Opens argv[2] connections to argv[1] and sends argv[3] POLLs on each as fast as it can; prints how
+    /// many ERRORs of each message came back.
+    static let pollFlood = """
+        import socket, sys, time, collections
+        path, n, k = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+        line = b'{"class":"POLL","timeout":300}\\n'
+        seen = collections.Counter()
+        socks = []
+        for i in range(n):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(path)
+            s.settimeout(2)
+            try:
+                s.sendall(line * k)
+            except OSError:
+                pass
+            socks.append(s)
+        time.sleep(1)
+        for s in socks:
+            s.setblocking(False)
+            try:
+                d = s.recv(1 << 20)
+            except OSError:
+                d = b""
+            for l in d.split(b"\\n"):
+                if b'"ERROR"' in l: seen[l.decode().split('"message":"')[1].split('"')[0]] += 1
+        for m, c in sorted(seen.items()): print(c, m)
+        """
+
+    @Test("hole 7: POLLs queued by one user are bounded; the daemon's memory stays flat")
+    func pollMemory() throws {
+        let daemon = try DaemonProcess(config: E2E.config(policy: "access = ask", clients: Self.reducedUsers, rate: "4"),
+                                       daemonKeys: "max-clients-per-user = 64")
+        let directory = String(daemon.socketPath[..<daemon.socketPath.lastIndex(of: "/")!])
+        chmod(directory, 0o755)
+        usleep(500_000)
+        let before = Self.residentKilobytes(daemon.pid)
+        // The security review queued ~500 000 POLLs and took the daemon from 17 MB to ~400 MB.
+        let out = try E2E.run(["setpriv", "--reuid=1", "--regid=1", "--clear-groups", "/usr/bin/python3", "-c", Self.pollFlood,
+                               daemon.socketPath, "60", "900"], in: directory).stdout
+        let after = Self.residentKilobytes(daemon.pid)
+        #expect(out.contains("too many POLLs waiting"), "\(out)")
+        #expect(after - before < 10_000, "RSS \(before) kB → \(after) kB")
+        // Another user still polls (the capture has a fix after its first ~2.5 s at 4×).
+        usleep(2_000_000)
+        let other = try E2E.run(["setpriv", "--reuid=2", "--regid=2", "--clear-groups", "/usr/bin/python3", "-c", E2E.pythonClient,
+                                 daemon.socketPath, "5", #"{"class":"POLL","timeout":5}"#, "wait:\"tpv\""], in: directory).stdout
+        #expect(other.contains(#""class":"POLL""#), "\(other)")
+        print("hole 7: daemon RSS \(before) kB before, \(after) kB after 60 × 900 POLLs")
+    }
+}
