@@ -34,4 +34,24 @@ int locationd_socket_unread_bytes(int fd);
 /// path in `name`. -1 with errno on failure.
 int locationd_open_pty(char *name, size_t name_size);
 
+/// sock_diag (NETLINK_SOCK_DIAG, as ss(8) asks): the owning uid and inode of the TCP socket on this host
+/// whose local end is `source`:`source_port` and remote end `destination`:`destination_port`
+/// (`family` AF_INET: 4-byte addresses, AF_INET6: 16; network byte order; ports in host order).
+/// 0, or -1 with errno (ENOENT: no such socket).
+int locationd_tcp_socket_owner(int family, const uint8_t *source, uint16_t source_port,
+                               const uint8_t *destination, uint16_t destination_port,
+                               uint32_t *uid, uint64_t *inode);
+
+/// sock_diag for AF_UNIX: the inode of the socket connected to the Unix socket with inode `inode` (its
+/// peer's end; fstat(2) of our end gives `inode`). 0, or -1 with errno.
+int locationd_unix_peer_inode(uint64_t inode, uint64_t *peer_inode);
+
+/// pidfd_open(pid, 0) (Linux 5.3+): a descriptor that pins the process; -1 with errno.
+int locationd_pidfd_open(int32_t pid);
+
+/// getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS) (Linux 4.13+): the peer's supplementary group ids, as the
+/// kernel saw them when it connected. Returns how many (at most `capacity`), or -1 with errno (ERANGE:
+/// more than `capacity`).
+int locationd_peer_groups(int fd, uint32_t *gids, int capacity);
+
 #endif
