@@ -2,7 +2,6 @@
 import Glibc
 #endif
 import CLibgps
-import Dispatch
 import LocationCore
 import LocationPosix
 
@@ -11,14 +10,15 @@ import LocationPosix
 /// is configured), and maps every TPV report to a `Fix`. gpsd has already decoded the receiver, so this
 /// receiver skips the NMEA stage.
 ///
-/// Reads are event-driven: a Dispatch read source on the socket (`gps_data_t.gps_fd`, non-blocking) on
-/// the receiver's queue; when it fires, `gps_read` is called until it has no complete report left, so a
-/// quiet gpsd costs no CPU. A refused connection, an unresolvable host, or gpsd going away (`gps_read`
+/// Reads are event-driven, as every receiver's: a `ReadabilityThread` polls the socket
+/// (`gps_data_t.gps_fd`, non-blocking) and runs the read on the receiver's queue, where `gps_read` is
+/// called until it has no complete report left, so a quiet gpsd costs no CPU. A refused connection, an unresolvable host, or gpsd going away (`gps_read`
 /// returns -1: end of file or a read error) makes it `unavailable` with the reason; it then reconnects
 /// with capped exponential backoff, and fixes resume by themselves once gpsd is back.
 ///
-/// Each connection owns its own `gps_data_t`; the read source's cancel handler calls `gps_close` (which
-/// closes the socket and frees libgps's buffer), so every socket is closed exactly once.
+/// Each connection owns its own `gps_data_t`; once the reader thread no longer polls the socket,
+/// `gps_close` (which closes the socket and frees libgps's buffer) runs, so every socket is closed
+/// exactly once.
 ///
 /// Blocking: connecting runs on the receiver's queue. One non-blocking connection attempt, bounded by
 /// `connectTimeoutMilliseconds` per address, comes first (it also names the cause of a failure, which
@@ -26,11 +26,16 @@ import LocationPosix
 /// for a gpsd that just answered. Host name resolution itself is bounded only by the resolver's timeouts.
 ///
 /// The `sentences` of its status count gpsd's JSON reports (TPV, SKY, DEVICE, ...), over all connections.
+///
+/// `@unchecked Sendable`: `connection` and `reports` are only touched on `core.queue` (the reader
+/// thread runs its handler there); the rest never changes.
 public final class GpsdReceiver: Receiver, @unchecked Sendable {
     /// The config section name; every fix's `device`.
     public let name: String
     /// Configured priority: higher wins while it has a valid fix.
     public let priority: Int
+    /// Configured `stale-after`; nil = 3 cycles (`FixSelector` judges).
+    public let staleAfter: Duration?
     /// gpsd's host name or address (config `server`, default `localhost`).
     public let host: String
     /// gpsd's TCP port (config `server`, default 2947, IANA `gpsd`).
@@ -46,6 +51,8 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
     private var connection: Connection?
     /// JSON reports read over all connections (status `sentences`).
     private var reports = 0
+    /// Read errors over all connections (status `errors`).
+    private var readErrors = 0
 
     /// - Parameter configuration: a `.gpsd` receiver.
     public init(_ configuration: ReceiverConfiguration) {
@@ -54,6 +61,7 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
         }
         self.name = configuration.name
         self.priority = configuration.priority
+        self.staleAfter = configuration.staleAfter
         self.host = host
         self.port = port
         self.device = device
@@ -69,8 +77,8 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
         core.start(handler) { self.connect() }
     }
 
-    /// Stops reading and closes the connection. The socket is closed by the read source's cancel
-    /// handler, which runs on the receiver's queue right after this returns.
+    /// Stops reading and closes the connection. The socket is closed on the receiver's queue once the
+    /// reader thread has stopped polling it, right after this returns.
     public func stop() {
         core.stop { disconnect() }
     }
@@ -113,18 +121,21 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
             return
         }
 
-        let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: core.queue)
-        source.setEventHandler { [weak self] in
-            guard let self else {
-                connection.source?.cancel()
-                return
+        do {
+            connection.reader = try ReadabilityThread(fileDescriptor: fd, queue: core.queue) { [weak self] _ in
+                guard let self else {
+                    connection.stopReading()
+                    return nil
+                }
+                self.readAvailable(connection)
+                return nil
             }
-            self.readAvailable(connection)
+        } catch {
+            connection.close()
+            unavailable("cannot watch the socket: \(error)")
+            return
         }
-        source.setCancelHandler { connection.close() }
-        connection.source = source
         self.connection = connection
-        source.resume()
         core.setState(.connected)
     }
 
@@ -147,16 +158,21 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
                 if code == 0 || code == ECONNRESET {
                     fail(code == 0 ? "gpsd closed the connection" : "gpsd reset the connection")
                 } else {
-                    core.updateStatus { $0.errors += 1 }
+                    readErrors += 1
+                    core.count(sentences: reports, errors: readErrors)
                     fail("read: \(Errno(rawValue: code))")
                 }
                 return
             }
-            if n == 0 { return }
+            if n == 0 {
+                core.count(sentences: reports, errors: readErrors)
+                return
+            }
             handleReport(connection)
             if self.connection !== connection { return }
             budget -= 1
             if budget == 0 {
+                core.count(sentences: reports, errors: readErrors)
                 // A very chatty gpsd: let stop() and other work in, then carry on.
                 core.queue.async { [weak self] in self?.readAvailable(connection) }
                 return
@@ -168,8 +184,6 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
     /// before `gps_read`), `connection.message` the start of its line.
     private func handleReport(_ connection: Connection) {
         reports += 1
-        let total = reports
-        core.updateStatus { $0.sentences = total }
         if !connection.hadReport {
             // gpsd answered (its VERSION greeting): the connection works, start backoff afresh next time.
             connection.hadReport = true
@@ -207,11 +221,7 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
     private func disconnect() {
         guard let connection else { return }
         self.connection = nil
-        if let source = connection.source {
-            source.cancel()  // its cancel handler calls gps_close
-        } else {
-            connection.close()
-        }
+        connection.stopReading()
     }
 
     // MARK: - Mapping gps_data_t to Fix
@@ -307,7 +317,8 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
 }
 
 /// One connection to gpsd: libgps's state (`gps_data_t`, about 24 KB, at a stable address as libgps
-/// requires) and the read source on its socket. Used only on the receiver's queue.
+/// requires) and the reader thread on its socket. `@unchecked Sendable`: used only on the receiver's
+/// queue.
 private final class Connection: @unchecked Sendable {
     /// What the latest SKY report of a device said (gpsd_json(5) SKY; gpsd sends one per epoch, next to the
     /// TPV).
@@ -320,7 +331,7 @@ private final class Connection: @unchecked Sendable {
     }
 
     let data: UnsafeMutablePointer<gps_data_t>
-    var source: DispatchSourceRead?
+    var reader: ReadabilityThread?
     var hadReport = false
     /// The start of the last report's line, NUL-terminated (`gps_read`'s message copy).
     var message = [CChar](repeating: 0, count: 32)
@@ -368,6 +379,16 @@ private final class Connection: @unchecked Sendable {
         precondition(!isOpen, "a Connection is opened once")
         isOpen = gps_open(host, String(port), data) == 0
         return isOpen
+    }
+
+    /// Stops the reader thread, then (once it no longer polls the socket) `close`s; the thread's handler,
+    /// which holds this connection, is released with it. On the receiver's queue.
+    func stopReading() {
+        guard let reader else { return close() }
+        reader.cancel {
+            self.close()
+            self.reader = nil
+        }
     }
 
     /// `gps_close` (libgps(3)): closes the socket, frees libgps's buffer. Does nothing unless `open`

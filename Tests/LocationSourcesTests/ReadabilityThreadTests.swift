@@ -65,7 +65,7 @@ struct ReadabilityThreadTests {
         let reader = try ReadabilityThread(fileDescriptor: ends[0], queue: queue) { readable in
             _ = Self.drain(ends[0])
             let count = calls.withLock { $0.append((monotonic(), readable)); return $0.count }
-            return count == 1 ? 0.3 : nil  // one deadline, after the first read
+            return count == 1 ? .milliseconds(300) : nil  // one deadline, after the first read
         }
         _ = write(ends[1], "x", 1)
         usleep(800_000)
