@@ -10,6 +10,9 @@ import LocationWire
 /// Writes are atomic — a temporary file, fsync, rename over the old one, fsync of the directory — so a
 /// crash at any moment leaves either the old or the new store, never a mix. An unreadable or corrupt
 /// store is moved aside (`grants.json.corrupt-<unix time>`), logged, and treated as empty: fail closed.
+///
+/// `@unchecked Sendable`: `grants` is unguarded; sound only while its owner calls it from one serial
+/// context at a time (today the server's queue).
 public final class GrantStore: @unchecked Sendable {
     public let path: String
     public private(set) var grants: GrantSet
@@ -92,6 +95,9 @@ enum FudgerSecret {
 
 /// The audit file: one JSON object per line in `directory/audit.jsonl`, capped at `maximumBytes` (the
 /// older half moves to `audit.jsonl.1`). Which program saw your location, when, how precisely.
+///
+/// `@unchecked Sendable`: `file` and `size` are unguarded; sound only while its owner calls it from one
+/// serial context at a time (today the server's queue).
 public final class AuditLog: @unchecked Sendable {
     public let path: String
     let maximumBytes: Int
