@@ -67,12 +67,11 @@ public final class TTYSerialDevice: SerialDevice {
         }
         // On a throw below, `opened` closes the device as it goes out of scope.
         let fd = opened.rawValue
-        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+        if case .failure = funnel(.termios, { flock(fd, LOCK_EX | LOCK_NB) }) {
             throw .busy(path: path, holder: TTYSerialDevice.holder(of: path, excluding: getpid()))
         }
         var attributes = termios()
-        if tcgetattr(fd, &attributes) != 0 {
-            let e = Errno.current
+        if case .failure(let e) = funnel(.termios, { tcgetattr(fd, &attributes) }) {
             throw e == .notATerminal ? .notATerminal(path: path) : .configurationFailed(path: path, errno: e)
         }
         _ = locationd_tty_set_exclusive(fd)
@@ -80,8 +79,8 @@ public final class TTYSerialDevice: SerialDevice {
         attributes.c_cflag |= tcflag_t(CLOCAL) | tcflag_t(CREAD)
         attributes.c_cflag &= ~(tcflag_t(CSTOPB) | tcflag_t(PARENB) | tcflag_t(CRTSCTS))
         attributes.c_iflag &= ~(tcflag_t(IXON) | tcflag_t(IXOFF) | tcflag_t(IXANY))
-        if tcsetattr(fd, TCSANOW, &attributes) != 0 {
-            throw .configurationFailed(path: path, errno: .current)
+        if case .failure(let e) = funnel(.termios, { tcsetattr(fd, TCSANOW, &attributes) }) {
+            throw .configurationFailed(path: path, errno: e)
         }
         descriptor = OwnedFileDescriptor(taking: opened.release())
     }
@@ -89,16 +88,17 @@ public final class TTYSerialDevice: SerialDevice {
     public func setSpeed(_ bitsPerSecond: Int) throws(SerialPortError) {
         let constant = speed_t(locationd_speed_constant(UInt32(clamping: bitsPerSecond)))
         guard constant != 0 else { throw .unsupportedSpeed(path: path, speed: bitsPerSecond) }
+        let fd = fileDescriptor
         var attributes = termios()
-        guard tcgetattr(fileDescriptor, &attributes) == 0 else {
-            throw .configurationFailed(path: path, errno: .current)
+        if case .failure(let e) = funnel(.termios, { tcgetattr(fd, &attributes) }) {
+            throw .configurationFailed(path: path, errno: e)
         }
         cfsetispeed(&attributes, constant)
         cfsetospeed(&attributes, constant)
-        guard tcsetattr(fileDescriptor, TCSANOW, &attributes) == 0 else {
-            throw .configurationFailed(path: path, errno: .current)
+        if case .failure(let e) = funnel(.termios, { tcsetattr(fd, TCSANOW, &attributes) }) {
+            throw .configurationFailed(path: path, errno: e)
         }
-        tcflush(fileDescriptor, TCIFLUSH)
+        _ = funnel(.termios) { tcflush(fd, TCIFLUSH) }
     }
 
     public func read(into buffer: UnsafeMutableRawBufferPointer) -> Result<Int, Errno> {
