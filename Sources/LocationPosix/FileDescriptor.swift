@@ -148,11 +148,10 @@ public enum FileDescriptorOps {
 
     /// Sets or clears O_NONBLOCK.
     public static func setNonBlocking(_ fd: Int32, _ on: Bool = true) -> Result<Void, Errno> {
-        let flags = fcntl(fd, F_GETFL)
-        if flags < 0 { return .failure(.current) }
-        let wanted = on ? flags | O_NONBLOCK : flags & ~O_NONBLOCK
-        if fcntl(fd, F_SETFL, wanted) < 0 { return .failure(.current) }
-        return .success(())
+        funnel(.fcntl) { fcntl(fd, F_GETFL) }.flatMap { flags in
+            let wanted = on ? flags | O_NONBLOCK : flags & ~O_NONBLOCK
+            return funnel(.fcntl) { fcntl(fd, F_SETFL, wanted) }.map { _ in () }
+        }
     }
 
     /// Number of open file descriptors of this process (entries of /proc/self/fd), for leak checks.

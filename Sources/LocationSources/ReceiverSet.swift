@@ -87,6 +87,7 @@ public final class ReceiverSet: Sendable {
 
     /// Stops every receiver; no event is delivered after it returns.
     public func stop() {
+        // A receiver's stop waits for its queue, where its events reach the handler.
         for receiver in receivers { receiver.stop() }
         state.withLock { s in
             s.timer?.cancel()
@@ -95,6 +96,8 @@ public final class ReceiverSet: Sendable {
             s.handler = nil
             s.tokens.removeAll()
         }
+        // A timer event that took the handler before it was dropped finishes before this returns.
+        timerQueue.sync {}
     }
 
     /// What `replaceReceivers(_:)` did, by receiver name.
