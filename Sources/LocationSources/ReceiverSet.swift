@@ -1,4 +1,3 @@
-import Dispatch
 import LocationCore
 import LocationPosix
 import Synchronization
@@ -9,8 +8,8 @@ import Synchronization
 /// selector's state is behind a `Mutex`, and the owner's handler is called after it is released — one
 /// hop from a receiver to the owner, no queue in between. The published fix comes from the
 /// highest-priority receiver with a live valid fix, switching within 2 s when it loses its fix or
-/// disappears and switching back when it returns. One timer drives the selector when the selected
-/// fix would go stale without any event.
+/// disappears and switching back when it returns. One clock thread (`SelectorClock`) drives the
+/// selector when the selected fix would go stale without any event.
 ///
 /// What STATUS and systemd read (`statuses`, `latestFix`) is a snapshot the set publishes from the
 /// events, never a question to the receivers.
@@ -35,10 +34,10 @@ public final class ReceiverSet: Sendable {
         /// removed carry an old token and are dropped.
         var tokens: [String: Int] = [:]
         var nextToken = 0
-        /// Wakes the selector when the selected fix would go stale; made on first use.
-        var timer: DispatchSourceTimer?
-        /// When `timer` fires next; nil when it is idle.
-        var timerDeadline: ContinuousClock.Instant?
+        /// Ticks the selector when the selected fix would go stale; made on first use, gone after `stop`.
+        var clock: SelectorClock?
+        /// The deadline `clock` waits for; nil when it waits for nothing.
+        var clockDeadline: ContinuousClock.Instant?
     }
 
     /// What the set publishes for readers.
@@ -50,7 +49,6 @@ public final class ReceiverSet: Sendable {
 
     private let state: Mutex<State>
     private let published: Mutex<Snapshot>
-    private let timerQueue = DispatchQueue(label: "locationd.receivers.timer")
 
     /// - Parameters:
     ///   - receivers: in configuration order (it breaks priority ties); names unique.
@@ -75,7 +73,7 @@ public final class ReceiverSet: Sendable {
     public var selectedReceiver: String? { state.withLock { $0.selector.selected } }
 
     /// Starts every receiver; `handler` gets the fixes to publish and the receivers' status changes, in
-    /// order for each receiver, on the thread of the receiver that had the event (or the set's timer).
+    /// order for each receiver, on the thread of the receiver that had the event (or the set's clock thread).
     /// It must not wait for a receiver or call back into the set.
     public func start(_ handler: @escaping @Sendable (Event) -> Void) {
         let started = state.withLock { s in
@@ -89,15 +87,15 @@ public final class ReceiverSet: Sendable {
     public func stop() {
         // A receiver's stop waits for its queue, where its events reach the handler.
         for receiver in receivers { receiver.stop() }
-        state.withLock { s in
-            s.timer?.cancel()
-            s.timer = nil
-            s.timerDeadline = nil
+        let clock = state.withLock { s -> SelectorClock? in
             s.handler = nil
             s.tokens.removeAll()
+            s.clockDeadline = nil
+            defer { s.clock = nil }
+            return s.clock
         }
-        // A timer event that took the handler before it was dropped finishes before this returns.
-        timerQueue.sync {}
+        // Waits for a tick in flight, which may have taken the handler before it was dropped.
+        clock?.stop()
     }
 
     /// What `replaceReceivers(_:)` did, by receiver name.
@@ -241,37 +239,31 @@ public final class ReceiverSet: Sendable {
         }
     }
 
-    /// Sets the timer for the moment the selected receiver's fix would stop qualifying, unless it is
-    /// already set for earlier: a fix moves that moment later, and rescheduling on every fix would cost
-    /// a wake-up of libdispatch's timer thread per fix; a timer that fires early re-arms itself instead.
+    /// Makes the clock wake for the moment the selected receiver's fix would stop qualifying, unless it
+    /// already waits for an earlier one: a fix moves that moment later, and the clock, waking early,
+    /// learns the later one then (`clockTick`) — nothing is done per fix.
     private func armTimer(_ s: inout State) {
         guard let deadline = s.selector.nextDeadline(), s.handler != nil else { return }
-        if let armed = s.timerDeadline, armed <= deadline { return }
-        let timer: DispatchSourceTimer
-        if let existing = s.timer {
-            timer = existing
-        } else {
-            timer = DispatchSource.makeTimerSource(queue: timerQueue)
-            timer.setEventHandler { [weak self] in self?.timerFired() }
-            timer.resume()
-            s.timer = timer
+        if let armed = s.clockDeadline, armed <= deadline { return }
+        if s.clock == nil {
+            s.clock = try? SelectorClock { [weak self] in self?.clockTick() }
         }
-        s.timerDeadline = deadline
-        // Just after the deadline: a fix exactly `freshness` old still qualifies.
-        let delay = max(.zero, deadline - ContinuousClock.now) + .milliseconds(10)
-        timer.schedule(deadline: .now() + .nanoseconds(Int(delay.inSeconds * 1e9)))
+        s.clockDeadline = deadline
+        s.clock?.wake()
     }
 
-    private func timerFired() {
+    /// On the clock's thread: ticks the selector, publishes what changed, and returns how long to wait
+    /// for the next deadline (just after it: a fix exactly `freshness` old still qualifies).
+    private func clockTick() -> Duration? {
         let now = ContinuousClock.now
-        let (action, handler) = state.withLock { s -> (FixSelector.Action, (@Sendable (Event) -> Void)?) in
-            guard s.handler != nil else { return (.none, nil) }
-            s.timerDeadline = nil
+        let (action, handler, next) = state.withLock { s -> (FixSelector.Action, (@Sendable (Event) -> Void)?, Duration?) in
+            guard s.handler != nil else { return (.none, nil, nil) }
             let action = s.selector.tick(now: now)
             if case .publish(let fix) = action { published.withLock { $0.latestFix = fix } }
-            armTimer(&s)
-            return (action, s.handler)
+            s.clockDeadline = s.selector.nextDeadline()
+            return (action, s.handler, s.clockDeadline.map { max(.zero, $0 - now) + .milliseconds(10) })
         }
         if case .publish(let fix) = action { handler?(.fix(fix)) }
+        return next
     }
 }
