@@ -133,8 +133,11 @@ public final class ReplayReceiver: Receiver, @unchecked Sendable {
             if pendingIndex >= pending.count {
                 pending.removeAll(keepingCapacity: true)
                 pendingIndex = 0
-                if let wait = readMore() { return wait }
-                continue
+                switch readMore() {
+                case .decoded: continue
+                case .wait(let delay): return delay
+                case .closed: return nil
+                }
             }
             let fix = pending[pendingIndex]
             let delay = delayBefore(fix)
@@ -163,10 +166,19 @@ public final class ReplayReceiver: Receiver, @unchecked Sendable {
         return .seconds(interval / rate)
     }
 
-    /// Reads and decodes the next chunk into `pending`. Returns nil when there is more to deliver now,
-    /// else how long to wait before trying again (nil inside: the file was closed).
-    private func readMore() -> Duration?? {
-        guard capture.isOpen else { return .some(nil) }
+    /// What reading the next chunk came to.
+    private enum ReadOutcome {
+        /// Fixes (possibly none) were decoded into `pending`: go on.
+        case decoded
+        /// Nothing to deliver now: try again after this long (the loop's pause, the end-of-file backoff).
+        case wait(Duration)
+        /// The file is closed (a read error; reopening is scheduled).
+        case closed
+    }
+
+    /// Reads and decodes the next chunk into `pending`.
+    private func readMore() -> ReadOutcome {
+        guard capture.isOpen else { return .closed }
         let result = chunk.withUnsafeMutableBytes { FileDescriptorOps.read(capture.rawValue, into: $0) }
         switch result {
         case .success(0):
@@ -174,7 +186,7 @@ public final class ReplayReceiver: Receiver, @unchecked Sendable {
                 atEnd = true
                 decoder.finish { pending.append($0) }
                 countStatistics()
-                if !pending.isEmpty { return nil }
+                if !pending.isEmpty { return .decoded }
             }
             if loop {
                 _ = FileDescriptorOps.seek(capture.rawValue, toOffset: 0)
@@ -182,11 +194,11 @@ public final class ReplayReceiver: Receiver, @unchecked Sendable {
                 // One cycle's pause between the end and the start, as a receiver would; as fast as possible,
                 // a millisecond (what the dispatch timer used before gave), so the last epoch of a pass
                 // stands for a moment rather than the first epochs of the next (often no-fix ones).
-                return .some(rate.map { .seconds(previousInterval / $0) } ?? Self.maximumRateLoopPause)
+                return .wait(rate.map { .seconds(previousInterval / $0) } ?? Self.maximumRateLoopPause)
             }
             core.setState(.unavailable(reason: "end of file \(file)"))
             // Watch for more with backoff.
-            return .some(core.backoff.nextDelay())
+            return .wait(core.backoff.nextDelay())
         case .success(let n):
             if atEnd {
                 // The file grew after its end was reported.
@@ -198,12 +210,12 @@ public final class ReplayReceiver: Receiver, @unchecked Sendable {
             chunk.withUnsafeBufferPointer { filter.filter(UnsafeBufferPointer(rebasing: $0[0..<n]), into: &filtered) }
             decoder.decode(filtered) { pending.append($0) }
             countStatistics()
-            return nil
+            return .decoded
         case .failure(let e):
             closeFile()
             core.setState(.unavailable(reason: "read \(file): \(e)"))
             core.retryLater { [weak self] in self?.open() }
-            return .some(nil)
+            return .closed
         }
     }
 
