@@ -19,9 +19,16 @@ public enum FileDescriptorOps {
 
     /// Writes all of `buffer`, continuing after partial writes; blocks if the fd is blocking.
     public static func writeAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) -> Result<Void, Errno> {
+        transferAll(buffer) { write(fd, $0) }
+    }
+
+    /// Hands all of `buffer` to `transfer` (a write(2) or send(2) of the funnel), again with the rest
+    /// after each partial transfer, until it is all gone or `transfer` fails.
+    public static func transferAll(_ buffer: UnsafeRawBufferPointer,
+                                   _ transfer: (UnsafeRawBufferPointer) -> Result<Int, Errno>) -> Result<Void, Errno> {
         var offset = 0
         while offset < buffer.count {
-            switch write(fd, UnsafeRawBufferPointer(rebasing: buffer[offset...])) {
+            switch transfer(UnsafeRawBufferPointer(rebasing: buffer[offset...])) {
             case .success(let n): offset += n
             case .failure(let e): return .failure(e)
             }

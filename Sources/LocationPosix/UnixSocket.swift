@@ -47,16 +47,7 @@ public enum UnixSocketOps {
     /// Sends all of `bytes` with `sendNoSignal` (send(2), `MSG_NOSIGNAL`), continuing after partial
     /// sends; blocks (up to the send timeout, if one is set) on a blocking socket.
     public static func sendAll(_ fd: Int32, _ bytes: [UInt8]) -> Result<Void, Errno> {
-        bytes.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                switch sendNoSignal(fd, UnsafeRawBufferPointer(rebasing: raw[offset...])) {
-                case .success(let n): offset += n
-                case .failure(let e): return .failure(e)
-                }
-            }
-            return .success(())
-        }
+        bytes.withUnsafeBytes { raw in FileDescriptorOps.transferAll(raw) { sendNoSignal(fd, $0) } }
     }
 
     /// shutdown(2) with `SHUT_RDWR`: ends the connection in both directions without closing the
