@@ -69,8 +69,8 @@ extension GpsdReceiver {
         }
     }
 
-    /// How long one connection attempt may take before gpsd counts as unreachable, milliseconds.
-    static let connectTimeoutMilliseconds = 3000
+    /// How long one connection attempt may take before gpsd counts as unreachable.
+    static let connectTimeout = Duration.seconds(3)
 
     /// Why `gps_open` failed, from the negative netlib code it leaves in errno (gps_errstr(3) text).
     static func describeOpenFailure(_ code: Int32) -> String {

@@ -21,7 +21,7 @@ import LocationPosix
 /// exactly once.
 ///
 /// Blocking: connecting runs on the receiver's queue. One non-blocking connection attempt, bounded by
-/// `connectTimeoutMilliseconds` per address, comes first (it also names the cause of a failure, which
+/// `connectTimeout` per address, comes first (it also names the cause of a failure, which
 /// `gps_open` reduces to "can't connect"); `gps_open` then resolves the host and connects again, at once
 /// for a gpsd that just answered. Host name resolution itself is bounded only by the resolver's timeouts.
 ///
@@ -88,7 +88,7 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
     private func connect() {
         // gps_open connects with a blocking connect(2) and keeps only "can't connect" of its errno: one
         // bounded attempt first says why gpsd cannot be reached, without blocking the queue for minutes.
-        let reachable = clibgps_probe_connect(host, String(port), Int32(Self.connectTimeoutMilliseconds))
+        let reachable = clibgps_probe_connect(host, String(port), Self.connectTimeout.pollMilliseconds)
         guard reachable == 0 else {
             unavailable(reachable < 0 ? "cannot resolve host \(host)" : Self.lowercasedFirst(Errno(rawValue: reachable).description))
             return
