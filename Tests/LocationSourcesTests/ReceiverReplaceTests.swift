@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import LocationCore
 import LocationSources
 import Synchronization
@@ -134,7 +137,7 @@ struct SelectorLivenessTests {
     }
 }
 
-@Suite("ReceiverSet: the published snapshot")
+@Suite("ReceiverSet: the published snapshot, one hop to the owner, the selector's clock")
 struct ReceiverSetSnapshotTests {
     @Test("statuses come from the receivers' events, not from asking the receivers")
     func statusesFromEvents() {
@@ -152,5 +155,52 @@ struct ReceiverSetSnapshotTests {
         #expect(status?.sentences == 12 && status?.errors == 3)
         #expect(set.latestFix == FailoverTests.fix("a", 7))
         set.stop()
+    }
+
+    @Test("a fix reaches the owner on the receiver's own thread, before the receiver's call returns")
+    func oneHop() {
+        let a = ScriptedReceiver("a")
+        let set = ReceiverSet([a])
+        let seen = Mutex<[(fix: Fix, thread: pthread_t)]>([])
+        set.start { event in
+            if case .fix(let fix) = event { seen.withLock { $0.append((fix, pthread_self())) } }
+        }
+        // Connected, no fix yet: the one no-fix.
+        #expect(seen.withLock { $0.map(\.fix) } == [Fix(device: nil, mode: .noFix)])
+        a.send(FailoverTests.fix("a", 1))
+        // No waiting: the set handed it on synchronously.
+        let got = seen.withLock { $0 }
+        #expect(got.map(\.fix) == [Fix(device: nil, mode: .noFix), FailoverTests.fix("a", 1)])
+        #expect(got.last.map { pthread_equal($0.thread, pthread_self()) != 0 } == true)
+        set.stop()
+    }
+
+    @Test("the selected receiver falls silent: the set's clock fails over after 1.5 s, with no event from it")
+    func clockFailsOver() {
+        let high = ScriptedReceiver("high", priority: 10), low = ScriptedReceiver("low")
+        let set = ReceiverSet([high, low])
+        let log = Mutex<[(at: Double, fix: Fix)]>([])
+        set.start { event in
+            if case .fix(let fix) = event { log.withLock { $0.append((monotonic(), fix)) } }
+        }
+        defer { set.stop() }
+        high.send(FailoverTests.fix("high", 1))
+        let silentSince = monotonic()
+        // low keeps reporting every 100 ms; high says nothing more.
+        var second = 1
+        while monotonic() - silentSince < 2.5 {
+            low.send(FailoverTests.fix("low", second))
+            second += 1
+            usleep(100_000)
+        }
+        let entries = log.withLock { $0 }
+        let switched = entries.first { $0.fix.device == "low" }
+        #expect(entries.first { $0.fix.hasPosition }?.fix == FailoverTests.fix("high", 1))
+        if let switched {
+            let after = switched.at - silentSince
+            #expect(after >= 1.45 && after < 2.0, "switched \(after) s after high's last fix")
+        } else {
+            Issue.record("never switched to low: \(entries.map(\.fix.device))")
+        }
     }
 }
