@@ -125,7 +125,8 @@ public final class TTYSerialDevice: SerialDevice {
             defer { closedir(fds) }
             while let fdEntry = readdir(fds) {
                 let fdName = withUnsafeBytes(of: fdEntry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
-                guard case .success(let link) = FileDescriptorOps.readLink("/proc/\(pid)/fd/\(fdName)"), link == resolved else { continue }
+                let link = FileDescriptorOps.readLink("/proc/\(pid)/fd/\(fdName)")
+                guard case .success(resolved) = link else { continue }
                 var comm = "process"
                 if case .success(let bytes) = FileDescriptorOps.readFile(atPath: "/proc/\(pid)/comm", maximumBytes: 64) {
                     comm = String(decoding: bytes.prefix(while: { $0 != 10 }), as: UTF8.self)

@@ -50,7 +50,8 @@ extension ClientIdentity {
 
     /// The unit from /proc/PID/cgroup's unified line (`0::PATH`); see `unit(ofCgroup:)`.
     static func systemdUnit(pid: Int32) -> String? {
-        guard case .success(let bytes) = FileDescriptorOps.readFile(atPath: "/proc/\(pid)/cgroup", maximumBytes: 1 << 16) else { return nil }
+        let cgroup = FileDescriptorOps.readFile(atPath: "/proc/\(pid)/cgroup", maximumBytes: 1 << 16)
+        guard case .success(let bytes) = cgroup else { return nil }
         for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") where line.hasPrefix("0::") {
             return unit(ofCgroup: line.dropFirst(3))
         }

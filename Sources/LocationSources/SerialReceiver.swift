@@ -5,9 +5,10 @@ import NMEA
 /// Reads NMEA 0183 from a serial tty: opens and locks it, sets raw 8N1 at the configured speed or finds
 /// the speed (autobaud), and turns what it reads into fixes. Reads are event-driven — a thread of its
 /// own blocked in poll(2) on the device (`ReadabilityThread`), one wake-up per read — so a silent
-/// receiver costs no CPU; the same poll's timeout ends each autobaud listening window. A vanished device (EOF, EIO, ENXIO on read; ENOENT or
-/// ENODEV on open) makes it `unavailable`; it reopens the same path — a /dev/serial/by-id link follows
-/// the device to its new node — with capped exponential backoff.
+/// receiver costs no CPU; the same poll's timeout ends each autobaud listening window. A vanished
+/// device (EOF, EIO, ENXIO on read; ENOENT or ENODEV on open) makes it `unavailable`; it reopens the
+/// same path — a /dev/serial/by-id link follows the device to its new node — with capped exponential
+/// backoff.
 ///
 /// `@unchecked Sendable`: everything it changes is changed on `core.queue` only (the reader thread runs
 /// its handler there); the rest never changes.
