@@ -161,6 +161,13 @@ public enum FileDescriptorOps {
         }
     }
 
+    /// Sets `FD_CLOEXEC` (fcntl(2) `F_SETFD`): the descriptor is not inherited by programs this
+    /// process starts. For descriptors a library opened without it (libgps's socket).
+    @discardableResult
+    public static func setCloseOnExec(_ fd: Int32) -> Result<Void, Errno> {
+        funnel(.fcntl) { fcntl(fd, F_SETFD, FD_CLOEXEC) }.map { _ in () }
+    }
+
     /// Number of open file descriptors of this process (entries of /proc/self/fd), for leak checks.
     public static func openCount() -> Int {
         guard let dir = opendir("/proc/self/fd") else { return -1 }

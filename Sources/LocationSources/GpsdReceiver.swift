@@ -100,7 +100,7 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
             return
         }
         let fd = connection.data.pointee.gps_fd
-        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)  // not inherited by programs the daemon starts
+        FileDescriptorOps.setCloseOnExec(fd)  // not inherited by programs the daemon starts
         if case let .failure(error) = FileDescriptorOps.setNonBlocking(fd) {
             connection.close()
             unavailable("cannot make the socket non-blocking: \(error)")
