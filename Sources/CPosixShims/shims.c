@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <termios.h>
 #include <unistd.h>
@@ -70,4 +71,14 @@ int locationd_socket_unread_bytes(int fd) {
     int n = 0;
     if (ioctl(fd, SIOCOUTQ, &n) != 0) return -1;
     return n;
+}
+
+int locationd_pipe_cloexec_nonblock(int ends[2]) { return pipe2(ends, O_CLOEXEC | O_NONBLOCK); }
+
+int locationd_file_identity(const char *path, uint64_t *device, uint64_t *inode) {
+    struct stat st;
+    if (stat(path, &st) != 0) return -1;
+    *device = st.st_dev;
+    *inode = st.st_ino;
+    return 0;
 }

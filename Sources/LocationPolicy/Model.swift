@@ -128,7 +128,7 @@ public struct PolicyRules: Sendable, Hashable {
         var best: (rule: ClientRule, keys: Int)? = nil
         for rule in clients {
             guard let keys = rule.specificity(for: identity) else { continue }
-            if best == nil || keys > best!.keys { best = (rule, keys) }
+            if keys > best?.keys ?? Int.min { best = (rule, keys) }
         }
         return best?.rule
     }

@@ -21,49 +21,53 @@ public struct ListeningSocket: Sendable {
     /// - Throws: `Errno` of socket/bind/listen/chmod.
     public init(path: String, mode: mode_t = 0o666, backlog: Int32 = 128) throws(Errno) {
         var address = try unixAddress(path)
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw .current }
-        func bindOnce() -> Int32 {
-            withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        // Owned until it listens: every throw below closes it.
+        var socketFile = OwnedFileDescriptor(taking: try funnel(.socket) {
+            socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        }.get())
+        let fd = socketFile.rawValue
+        func bindOnce() -> Result<Int32, Errno> {
+            funnel(.bind) {
+                withUnsafePointer(to: &address) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+                }
             }
         }
-        if bindOnce() != 0 {
-            let e = Errno.current
-            guard e == .addressInUse, !ListeningSocket.isLive(path) else { Glibc.close(fd); throw e }
-            unlink(path)
-            guard bindOnce() == 0 else { let e2 = Errno.current; Glibc.close(fd); throw e2 }
+        if case .failure(let e) = bindOnce() {
+            guard e == .addressInUse, !ListeningSocket.isLive(path) else { throw e }
+            FileDescriptorOps.unlink(path)
+            _ = try bindOnce().get()
         }
-        guard chmod(path, mode) == 0, listen(fd, backlog) == 0 else {
-            let e = Errno.current
-            Glibc.close(fd)
-            throw e
-        }
-        fileDescriptor = fd
+        _ = try funnel(.chmod) { chmod(path, mode) }.get()
+        _ = try funnel(.listen) { listen(fd, backlog) }.get()
+        fileDescriptor = socketFile.release()
         self.path = path
     }
 
     /// True when something accepts connections on `path`.
     public static func isLive(_ path: String) -> Bool {
-        guard var address = try? unixAddress(path) else { return false }
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { Glibc.close(fd) }
-        let r = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        guard var address = try? unixAddress(path),
+              case .success(let fd) = funnel(.socket, { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) })
+        else { return false }
+        defer { FileDescriptorOps.close(fd) }
+        let connected = funnel(.connect) {
+            withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            }
         }
-        return r == 0
+        if case .success = connected { return true }
+        return false
     }
 
     /// accept4(2) with SOCK_NONBLOCK|SOCK_CLOEXEC; `.wouldBlock` when no connection is waiting.
     public func accept() -> Result<Int32, Errno> {
-        retryingOnInterrupt { locationd_accept(fileDescriptor) }
+        funnel(.accept) { locationd_accept(fileDescriptor) }
     }
 
     /// Closes the socket and removes its file.
     public func close(unlinking: Bool = true) {
         FileDescriptorOps.close(fileDescriptor)
-        if unlinking, let path { unlink(path) }
+        if unlinking, let path { FileDescriptorOps.unlink(path) }
     }
 }
 
@@ -83,7 +87,7 @@ public func unixAddress(_ path: String) throws(Errno) -> sockaddr_un {
 
 /// send(2) with MSG_NOSIGNAL (a vanished peer gives EPIPE, never SIGPIPE); `.wouldBlock` when full.
 public func sendNoSignal(_ fd: Int32, _ buffer: UnsafeRawBufferPointer) -> Result<Int, Errno> {
-    retryingOnInterrupt { send(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL)) }
+    funnel(.send) { send(fd, buffer.baseAddress, buffer.count, Int32(MSG_NOSIGNAL)) }
 }
 
 /// Who is on the other end of a Unix socket, from the kernel (never from the client).

@@ -50,29 +50,28 @@ public typealias SerialDeviceOpener = @Sendable (String) throws(SerialPortError)
 /// `TIOCEXCL`, raw 8N1 with no flow control (termios(3), as gpsd's serial.c configures it).
 public final class TTYSerialDevice: SerialDevice {
     public let path: String
-    public let fileDescriptor: Int32
-    private var closed = false
+    /// The open device (borrowed from `descriptor`; -1 after `close`).
+    public var fileDescriptor: Int32 { descriptor.rawValue }
+    private var descriptor: OwnedFileDescriptor
 
     /// Opens and locks `path` (a device node or a link to one, e.g. /dev/serial/by-id/...).
     /// - Throws: `SerialPortError.openFailed`, `.busy` (naming the holder), `.notATerminal`.
     public init(path: String) throws(SerialPortError) {
         self.path = path
-        var fd: Int32 = -1
-        switch retryingOnInterrupt({ open(path, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC) }) {
-        case .success(let value): fd = value
-        case .failure(let e):
-            if e == .resourceBusy { throw .busy(path: path, holder: TTYSerialDevice.holder(of: path)) }
-            throw .openFailed(path: path, errno: e)
+        var opened: OwnedFileDescriptor
+        do {
+            opened = try OwnedFileDescriptor(opening: path, flags: O_RDWR | O_NOCTTY | O_NONBLOCK)
+        } catch {
+            if error == .resourceBusy { throw .busy(path: path, holder: TTYSerialDevice.holder(of: path)) }
+            throw .openFailed(path: path, errno: error)
         }
-        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            let holder = TTYSerialDevice.holder(of: path, excluding: getpid())
-            Glibc.close(fd)
-            throw .busy(path: path, holder: holder)
+        // On a throw below, `opened` closes the device as it goes out of scope.
+        let fd = opened.rawValue
+        if case .failure = funnel(.termios, { flock(fd, LOCK_EX | LOCK_NB) }) {
+            throw .busy(path: path, holder: TTYSerialDevice.holder(of: path, excluding: getpid()))
         }
         var attributes = termios()
-        if tcgetattr(fd, &attributes) != 0 {
-            let e = Errno.current
-            Glibc.close(fd)
+        if case .failure(let e) = funnel(.termios, { tcgetattr(fd, &attributes) }) {
             throw e == .notATerminal ? .notATerminal(path: path) : .configurationFailed(path: path, errno: e)
         }
         _ = locationd_tty_set_exclusive(fd)
@@ -80,29 +79,26 @@ public final class TTYSerialDevice: SerialDevice {
         attributes.c_cflag |= tcflag_t(CLOCAL) | tcflag_t(CREAD)
         attributes.c_cflag &= ~(tcflag_t(CSTOPB) | tcflag_t(PARENB) | tcflag_t(CRTSCTS))
         attributes.c_iflag &= ~(tcflag_t(IXON) | tcflag_t(IXOFF) | tcflag_t(IXANY))
-        if tcsetattr(fd, TCSANOW, &attributes) != 0 {
-            let e = Errno.current
-            Glibc.close(fd)
+        if case .failure(let e) = funnel(.termios, { tcsetattr(fd, TCSANOW, &attributes) }) {
             throw .configurationFailed(path: path, errno: e)
         }
-        fileDescriptor = fd
+        descriptor = OwnedFileDescriptor(taking: opened.release())
     }
-
-    deinit { close() }
 
     public func setSpeed(_ bitsPerSecond: Int) throws(SerialPortError) {
         let constant = speed_t(locationd_speed_constant(UInt32(clamping: bitsPerSecond)))
         guard constant != 0 else { throw .unsupportedSpeed(path: path, speed: bitsPerSecond) }
+        let fd = fileDescriptor
         var attributes = termios()
-        guard tcgetattr(fileDescriptor, &attributes) == 0 else {
-            throw .configurationFailed(path: path, errno: .current)
+        if case .failure(let e) = funnel(.termios, { tcgetattr(fd, &attributes) }) {
+            throw .configurationFailed(path: path, errno: e)
         }
         cfsetispeed(&attributes, constant)
         cfsetospeed(&attributes, constant)
-        guard tcsetattr(fileDescriptor, TCSANOW, &attributes) == 0 else {
-            throw .configurationFailed(path: path, errno: .current)
+        if case .failure(let e) = funnel(.termios, { tcsetattr(fd, TCSANOW, &attributes) }) {
+            throw .configurationFailed(path: path, errno: e)
         }
-        tcflush(fileDescriptor, TCIFLUSH)
+        _ = funnel(.termios) { tcflush(fd, TCIFLUSH) }
     }
 
     public func read(into buffer: UnsafeMutableRawBufferPointer) -> Result<Int, Errno> {
@@ -110,10 +106,9 @@ public final class TTYSerialDevice: SerialDevice {
     }
 
     public func close() {
-        guard !closed else { return }
-        closed = true
-        _ = locationd_tty_clear_exclusive(fileDescriptor)
-        FileDescriptorOps.close(fileDescriptor)
+        guard descriptor.isOpen else { return }
+        _ = locationd_tty_clear_exclusive(descriptor.rawValue)
+        descriptor.close()
     }
 
     /// Names the process holding `path` open ("gpsd (pid 812)"), by scanning /proc/PID/fd; nil if none found.
@@ -123,7 +118,6 @@ public final class TTYSerialDevice: SerialDevice {
         free(target)
         guard let proc = opendir("/proc") else { return nil }
         defer { closedir(proc) }
-        var buffer = [CChar](repeating: 0, count: 4096)
         while let entry = readdir(proc) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
             guard let pid = Int32(name), pid != excluded else { continue }
@@ -131,20 +125,13 @@ public final class TTYSerialDevice: SerialDevice {
             defer { closedir(fds) }
             while let fdEntry = readdir(fds) {
                 let fdName = withUnsafeBytes(of: fdEntry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
-                let n = readlink("/proc/\(pid)/fd/\(fdName)", &buffer, buffer.count - 1)
-                guard n > 0 else { continue }
-                let link = buffer.withUnsafeBufferPointer { String(decoding: UnsafeRawBufferPointer($0).prefix(n), as: UTF8.self) }
-                if link == resolved {
-                    var comm = "process"
-                    if let f = fopen("/proc/\(pid)/comm", "r") {
-                        var line = [CChar](repeating: 0, count: 64)
-                        if fgets(&line, 64, f) != nil {
-                            comm = String(decoding: line.prefix(while: { $0 != 0 && $0 != 10 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-                        }
-                        fclose(f)
-                    }
-                    return "\(comm) (pid \(pid))"
+                let link = FileDescriptorOps.readLink("/proc/\(pid)/fd/\(fdName)")
+                guard case .success(resolved) = link else { continue }
+                var comm = "process"
+                if case .success(let bytes) = FileDescriptorOps.readFile(atPath: "/proc/\(pid)/comm", maximumBytes: 64) {
+                    comm = String(decoding: bytes.prefix(while: { $0 != 10 }), as: UTF8.self)
                 }
+                return "\(comm) (pid \(pid))"
             }
         }
         return nil
@@ -154,25 +141,30 @@ public final class TTYSerialDevice: SerialDevice {
 /// A pseudo-terminal pair (posix_openpt(3)), for tests and simulations: the master side plays the
 /// receiver; the slave path is what a `TTYSerialDevice` opens.
 public final class PseudoTerminal {
-    /// The master side, O_RDWR|O_NOCTTY, blocking.
-    public let master: Int32
+    /// The master side, O_RDWR|O_NOCTTY, blocking (borrowed; -1 after `close`).
+    public var master: Int32 { masterSide.rawValue }
     /// Path of the slave side, e.g. /dev/pts/5.
     public let slavePath: String
+    private var masterSide: OwnedFileDescriptor
     /// An extra slave descriptor kept open so that reads on the master do not fail before the slave opens.
-    private var keeper: Int32
+    private var keeper: OwnedFileDescriptor
 
     public init() throws(Errno) {
         var name = [CChar](repeating: 0, count: 128)
         let m = locationd_open_pty(&name, name.count)
         guard m >= 0 else { throw .current }
-        master = m
+        masterSide = OwnedFileDescriptor(taking: m)
         slavePath = String(decoding: name.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        keeper = open(slavePath, O_RDWR | O_NOCTTY | O_CLOEXEC)
-        if keeper >= 0 {
+        do {
+            keeper = try OwnedFileDescriptor(opening: slavePath, flags: O_RDWR | O_NOCTTY)
+        } catch {
+            keeper = OwnedFileDescriptor()
+        }
+        if keeper.isOpen {
             var attributes = termios()
-            tcgetattr(keeper, &attributes)
+            tcgetattr(keeper.rawValue, &attributes)
             cfmakeraw(&attributes)
-            tcsetattr(keeper, TCSANOW, &attributes)
+            tcsetattr(keeper.rawValue, TCSANOW, &attributes)
         }
     }
 
@@ -181,12 +173,12 @@ public final class PseudoTerminal {
 
     /// Closes the helper slave descriptor: afterwards closing the master makes the slave's reader see EIO.
     public func releaseKeeper() {
-        if keeper >= 0 { Glibc.close(keeper); keeper = -1 }
+        keeper.close()
     }
 
     /// Closes both sides that this object holds (the master: the "unplug").
     public func close() {
         releaseKeeper()
-        Glibc.close(master)
+        masterSide.close()
     }
 }

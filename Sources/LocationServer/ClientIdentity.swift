@@ -16,15 +16,14 @@ extension ClientIdentity {
     ///   identifying it by user alone would let it slip past rules about programs).
     public static func ofPeer(socket fd: Int32) throws(Errno) -> ClientIdentity {
         let credentials = try PeerCredentials(socket: fd)
-        let pidfd = peerPidFD(fd)
-        defer { if let pidfd { close(pidfd) } }
+        let pidfd = OwnedFileDescriptor(taking: peerPidFD(fd) ?? -1)
         let executable = verifiedExecutable(pid: credentials.pid)
         let unit = systemdUnit(pid: credentials.pid)
         var verified = false
-        if let pidfd {
+        if pidfd.isOpen {
             // The process the pidfd pins must still be alive after we read /proc: else the pid may have
             // been reused between accept() and the read.
-            guard pidfdAlive(pidfd) else { throw .noSuchProcess }
+            guard pidfdAlive(pidfd.rawValue) else { throw .noSuchProcess }
             verified = true
         }
         let user = userName(credentials.uid)
@@ -41,30 +40,20 @@ extension ClientIdentity {
     /// the path leads to another file here.
     static func verifiedExecutable(pid: Int32) -> String? {
         let link = "/proc/\(pid)/exe"
-        guard let path = readLink(link) else { return nil }
-        var running = stat(), named = stat()
+        guard case .success(let path) = FileDescriptorOps.readLink(link), !path.isEmpty else { return nil }
         // stat(2) on the link follows it to the file the process runs, whatever namespace it is in.
-        guard stat(link, &running) == 0, stat(path, &named) == 0,
-              running.st_dev == named.st_dev, running.st_ino == named.st_ino else { return nil }
+        guard case .success(let running) = FileDescriptorOps.identity(ofFileAt: link),
+              case .success(let named) = FileDescriptorOps.identity(ofFileAt: path),
+              running == named else { return nil }
         return path
-    }
-
-    static func readLink(_ path: String) -> String? {
-        var buffer = [CChar](repeating: 0, count: 4096)
-        let n = readlink(path, &buffer, buffer.count - 1)
-        guard n > 0 else { return nil }
-        return buffer.withUnsafeBufferPointer { String(decoding: UnsafeRawBufferPointer($0).prefix(n), as: UTF8.self) }
     }
 
     /// The unit from /proc/PID/cgroup's unified line (`0::PATH`); see `unit(ofCgroup:)`.
     static func systemdUnit(pid: Int32) -> String? {
-        guard let f = fopen("/proc/\(pid)/cgroup", "r") else { return nil }
-        defer { fclose(f) }
-        var line = [CChar](repeating: 0, count: 4096)
-        while fgets(&line, Int32(line.count), f) != nil {
-            let text = String(decoding: line.prefix(while: { $0 != 0 && $0 != 10 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            guard text.hasPrefix("0::") else { continue }
-            return unit(ofCgroup: text.dropFirst(3))
+        let cgroup = FileDescriptorOps.readFile(atPath: "/proc/\(pid)/cgroup", maximumBytes: 1 << 16)
+        guard case .success(let bytes) = cgroup else { return nil }
+        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") where line.hasPrefix("0::") {
+            return unit(ofCgroup: line.dropFirst(3))
         }
         return nil
     }
@@ -89,8 +78,8 @@ extension ClientIdentity {
     /// exits (pidfd_open(2)). Polling needs no permission over the process, where signalling it does (the
     /// service runs as its own user, without CAP_KILL). A failed poll counts as exited.
     static func pidfdAlive(_ pidfd: Int32) -> Bool {
-        var entry = pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)
-        return poll(&entry, 1, 0) == 0
+        guard case .success(let events) = FileDescriptorOps.poll(pidfd, events: Int16(POLLIN), timeoutMilliseconds: 0) else { return false }
+        return events == 0
     }
 
     static func userName(_ uid: UInt32) -> String? {

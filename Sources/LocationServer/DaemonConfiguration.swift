@@ -73,11 +73,11 @@ public struct DaemonConfiguration: Sendable {
         var order: [String] = []
         var sections: [String: [String: ConfigEntry]] = [:]
         for e in entries {
-            if sections[e.section] == nil { order.append(e.section); sections[e.section] = [:] }
-            sections[e.section]![e.key] = e
+            if sections[e.section] == nil { order.append(e.section) }
+            sections[e.section, default: [:]][e.key] = e
         }
         for section in order {
-            let values = sections[section]!
+            let values = sections[section] ?? [:]
             let sorted = values.values.sorted { ($0.file, $0.line) < ($1.file, $1.line) }
             func fail(_ e: ConfigEntry, _ message: String) -> ConfigFileError {
                 ConfigFileError(file: e.file, line: e.line, key: e.key, message: message)
@@ -189,7 +189,7 @@ public struct DaemonConfiguration: Sendable {
                 }
                 clients.append(rule)
             } else {
-                let e = sorted.first!
+                guard let e = sorted.first else { continue }
                 throw ConfigFileError(file: e.file, line: e.line, key: nil, message: "unknown section [\(section)]")
             }
         }

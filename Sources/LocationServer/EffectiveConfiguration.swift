@@ -18,7 +18,7 @@ extension DaemonConfiguration {
                 s += "type = replay\nfile = \(file)\nrate = \(rate.map { "\($0)" } ?? "max")\nloop = \(loop ? "yes" : "no")\n"
             }
             s += "priority = \(r.priority)\n"
-            s += "stale-after = \(r.staleAfter.map { "\($0)s" } ?? "auto")\n"
+            s += "stale-after = \(r.staleAfter.map { "\($0.inSeconds)s" } ?? "auto")\n"
             s += "allow-missing-checksum = \(r.allowMissingChecksum ? "yes" : "no")\n"
         }
         s += "\n[policy]\naccess = \(policy.access.rawValue)\naccuracy = \(policy.accuracy.rawValue)\n"

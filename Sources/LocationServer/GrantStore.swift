@@ -10,6 +10,9 @@ import LocationWire
 /// Writes are atomic — a temporary file, fsync, rename over the old one, fsync of the directory — so a
 /// crash at any moment leaves either the old or the new store, never a mix. An unreadable or corrupt
 /// store is moved aside (`grants.json.corrupt-<unix time>`), logged, and treated as empty: fail closed.
+///
+/// `@unchecked Sendable`: `grants` is unguarded; sound only while its owner calls it from one serial
+/// context at a time (today the server's queue).
 public final class GrantStore: @unchecked Sendable {
     public let path: String
     public private(set) var grants: GrantSet
@@ -24,7 +27,7 @@ public final class GrantStore: @unchecked Sendable {
             grants = try GrantStoreFormat.decode(try JSONReader.read(try file.get()))
         } catch {
             let aside = path + ".corrupt-\(Int(wallClockSeconds()))"
-            rename(path, aside)
+            _ = FileDescriptorOps.rename(path, to: aside)
             log.error("grant store unreadable; moved aside and starting empty", ["path": path, "moved-to": aside, "error": "\(error)"])
         }
     }
@@ -41,20 +44,27 @@ public final class GrantStore: @unchecked Sendable {
         return json.encoded(prettyPrinted: true) + [10]
     }
 
-    /// temp file (0600) → write → fsync → rename → fsync(directory).
+    /// temp file (0600) → write → fsync → rename → fsync(directory), every call through the syscall
+    /// funnel (EINTR retried; tests can delay or fail any of them with `SyscallFaults`).
+    /// - Throws: the errno of the first call that failed; the temporary file is removed then.
     static func writeAtomically(path: String, bytes: [UInt8]) throws(Errno) {
         let temporary = path + ".tmp-\(getpid())"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .current }
-        if case .failure(let e) = FileDescriptorOps.writeAll(fd, bytes) {
-            close(fd); unlink(temporary); throw e
+        var file = try OwnedFileDescriptor(opening: temporary, flags: O_WRONLY | O_CREAT | O_TRUNC, mode: 0o600)
+        let written = FileDescriptorOps.writeAll(file.rawValue, bytes).flatMap { FileDescriptorOps.fsync(file.rawValue) }
+        file.close()
+        if case .failure(let e) = written {
+            FileDescriptorOps.unlink(temporary)
+            throw e
         }
-        guard fsync(fd) == 0 else { let e = Errno.current; close(fd); unlink(temporary); throw e }
-        close(fd)
-        guard rename(temporary, path) == 0 else { let e = Errno.current; unlink(temporary); throw e }
+        if case .failure(let e) = FileDescriptorOps.rename(temporary, to: path) {
+            FileDescriptorOps.unlink(temporary)
+            throw e
+        }
         let directory = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
-        let dfd = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dfd >= 0 { fsync(dfd); close(dfd) }
+        // The rename is durable once the directory is: a failure here loses no data already written.
+        if let directoryFile = try? OwnedFileDescriptor(opening: directory.isEmpty ? "." : directory, flags: O_RDONLY | O_DIRECTORY) {
+            _ = FileDescriptorOps.fsync(directoryFile.rawValue)
+        }
     }
 }
 
@@ -85,10 +95,13 @@ enum FudgerSecret {
 
 /// The audit file: one JSON object per line in `directory/audit.jsonl`, capped at `maximumBytes` (the
 /// older half moves to `audit.jsonl.1`). Which program saw your location, when, how precisely.
+///
+/// `@unchecked Sendable`: `file` and `size` are unguarded; sound only while its owner calls it from one
+/// serial context at a time (today the server's queue).
 public final class AuditLog: @unchecked Sendable {
     public let path: String
     let maximumBytes: Int
-    private var fd: Int32 = -1
+    private var file = OwnedFileDescriptor()
     private var size = 0
 
     public init(directory: String, maximumBytes: Int = 1 << 20) {
@@ -98,26 +111,30 @@ public final class AuditLog: @unchecked Sendable {
     }
 
     private func open() {
-        fd = Glibc.open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
-        var st = stat()
-        if fd >= 0, fstat(fd, &st) == 0 { size = Int(st.st_size) }
+        do {
+            file.replace(with: try OwnedFileDescriptor(opening: path, flags: O_WRONLY | O_CREAT | O_APPEND, mode: 0o600))
+        } catch {
+            file.close()
+            return
+        }
+        if case .success(let bytes) = FileDescriptorOps.size(file.rawValue) { size = bytes }
     }
 
     /// Appends one event line (already JSON, newline added here).
     public func append(_ line: [UInt8]) {
         if size + line.count + 1 > maximumBytes {
-            close(fd)
-            rename(path, path + ".1")
+            file.close()
+            _ = FileDescriptorOps.rename(path, to: path + ".1")
             size = 0
             open()
         }
-        guard fd >= 0 else { return }
+        guard file.isOpen else { return }
         let bytes = line + [10]
-        if case .success = FileDescriptorOps.writeAll(fd, bytes) { size += bytes.count }
+        if case .success = FileDescriptorOps.writeAll(file.rawValue, bytes) { size += bytes.count }
     }
 
     /// Flushes to disk (on shutdown).
-    public func sync() { if fd >= 0 { fsync(fd) } }
+    public func sync() { if file.isOpen { _ = FileDescriptorOps.fsync(file.rawValue) } }
 
     /// The lines at or after `since` (Unix seconds), oldest first, from the rotated and current files.
     public func lines(since: Double?) -> [String] {

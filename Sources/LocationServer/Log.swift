@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import LocationPosix
 import LocationWire
 import Synchronization
 
@@ -22,8 +23,9 @@ public final class Log: Sendable {
             line += v.contains(" ") || v.contains("\"") || v.isEmpty ? "\"" + v.replacingAll("\"", "\\\"") + "\"" : v
         }
         line += "\n"
-        var bytes = Array(line.utf8)
-        bytes.withUnsafeMutableBytes { _ = write(2, $0.baseAddress, $0.count) }
+        // All of it, through the funnel (EINTR retried, a partial write continued); a log line that cannot
+        // be written is dropped, there is nowhere to report it.
+        _ = FileDescriptorOps.writeAll(2, Array(line.utf8))
     }
 
     public func error(_ m: String, _ c: KeyValuePairs<String, String> = [:]) { log(.error, m, c) }

@@ -1,12 +1,19 @@
 import LocationCore
 
 /// Chooses which receiver's fixes are published: the highest-priority receiver that is connected and
-/// has a fresh valid fix. Pure state machine over events and a monotonic clock (seconds), so the
-/// failover rules are testable without timers.
+/// has a live valid fix. The one judge of liveness: receivers only report events (fix, no-fix,
+/// connected, unavailable). Pure state machine over those events and `ContinuousClock` instants, so the
+/// failover and staleness rules are testable without timers.
 ///
-/// A receiver stops qualifying the moment it reports no-fix or becomes unavailable, and when no valid
-/// fix came from it for `freshness` (1.5 s, or 1.5 cycles for slower receivers). It qualifies again with
-/// its next valid fix, and, having the higher priority, takes over at once.
+/// A receiver stops qualifying the moment it reports no-fix or becomes unavailable, and
+/// - when no valid fix came from it for its `stale-after` (configured; otherwise 3 reporting cycles):
+///   its fix is stale, whatever else there is;
+/// - when there is more than one receiver, already when no valid fix came from it for `freshness`
+///   (1.5 s, or 1.5 cycles for slower receivers, capped by its `stale-after`): failover does not wait
+///   for staleness.
+///
+/// It qualifies again with its next valid fix, and, having the higher priority, takes over at once.
+/// The cycle is measured between a receiver's valid fixes (50 ms to 10 s).
 public struct FixSelector: Sendable {
     /// What to do after an event.
     public enum Action: Equatable, Sendable {
@@ -20,10 +27,11 @@ public struct FixSelector: Sendable {
         var name: String
         var priority: Int
         var order: Int
+        var staleAfter: Duration?
         var connected = false
         var lastValid: Fix?
-        var lastValidAt: Double?
-        var cycle = 1.0
+        var lastValidAt: ContinuousClock.Instant?
+        var cycle = Duration.seconds(1)
     }
 
     /// One entry per receiver, in no particular order (`order` breaks ties). A handful at most, so a
@@ -32,12 +40,17 @@ public struct FixSelector: Sendable {
     /// The receiver whose fixes are being published.
     public private(set) var selected: String?
     private var announcedNoFix = false
-    /// Minimum seconds a valid fix stays fresh.
-    public let minimumFreshness: Double
+    /// The least time a valid fix stays fresh for failover.
+    public let minimumFreshness: Duration
 
-    public init(receivers: [(name: String, priority: Int)], minimumFreshness: Double = 1.5) {
+    /// - Parameters:
+    ///   - receivers: names and priorities, in configuration order (it breaks priority ties).
+    ///   - staleAfter: configured `stale-after` by receiver name; absent: 3 cycles.
+    ///   - minimumFreshness: the least time a valid fix counts as fresh for failover.
+    public init(receivers: [(name: String, priority: Int)], staleAfter: [String: Duration] = [:],
+                minimumFreshness: Duration = .milliseconds(1500)) {
         for (i, r) in receivers.enumerated() {
-            Self.put(Entry(name: r.name, priority: r.priority, order: i), in: &entries)
+            Self.put(Entry(name: r.name, priority: r.priority, order: i, staleAfter: staleAfter[r.name]), in: &entries)
         }
         self.minimumFreshness = minimumFreshness
     }
@@ -49,16 +62,25 @@ public struct FixSelector: Sendable {
         if let i = entries.firstIndex(where: { $0.name == entry.name }) { entries[i] = entry } else { entries.append(entry) }
     }
 
-    func freshness(_ e: Entry) -> Double { max(minimumFreshness, 1.5 * e.cycle) }
+    /// How long the entry's valid fix stays live at all.
+    func liveness(_ e: Entry) -> Duration { e.staleAfter ?? e.cycle * 3 }
 
-    /// The moment the currently selected receiver's fix goes stale, for a timer; nil when none selected.
-    public func nextDeadline() -> Double? {
+    /// How long the entry's valid fix keeps it selected: its liveness alone, or with an alternative
+    /// receiver the failover freshness (capped by its liveness).
+    func freshness(_ e: Entry) -> Duration {
+        guard entries.count > 1 else { return liveness(e) }
+        return min(max(minimumFreshness, e.cycle * 1.5), liveness(e))
+    }
+
+    /// The moment the currently selected receiver's fix stops qualifying, for a timer; nil when none is
+    /// selected.
+    public func nextDeadline() -> ContinuousClock.Instant? {
         guard let s = selected, let i = index(of: s), let at = entries[i].lastValidAt else { return nil }
         return at + freshness(entries[i])
     }
 
     /// A receiver connected or became unavailable.
-    public mutating func connection(_ name: String, connected: Bool, now: Double) -> Action {
+    public mutating func connection(_ name: String, connected: Bool, now: ContinuousClock.Instant) -> Action {
         guard let i = index(of: name) else { return .none }
         entries[i].connected = connected
         if !connected {
@@ -69,11 +91,13 @@ public struct FixSelector: Sendable {
     }
 
     /// A fix (or no-fix) from a receiver.
-    public mutating func fix(_ fix: Fix, from name: String, now: Double) -> Action {
+    public mutating func fix(_ fix: Fix, from name: String, now: ContinuousClock.Instant) -> Action {
         guard let i = index(of: name) else { return .none }
         entries[i].connected = true
         if fix.hasPosition {
-            if let at = entries[i].lastValidAt, now - at > 0.01 { entries[i].cycle = min(max(now - at, 0.05), 10) }
+            if let at = entries[i].lastValidAt, now - at > .milliseconds(10) {
+                entries[i].cycle = min(max(now - at, .milliseconds(50)), .seconds(10))
+            }
             entries[i].lastValid = fix
             entries[i].lastValidAt = now
         } else {
@@ -86,33 +110,35 @@ public struct FixSelector: Sendable {
         return action
     }
 
-    /// Time passed: a selected receiver may have gone stale.
-    public mutating func tick(now: Double) -> Action { reselect(now: now) }
+    /// Time passed: the selected receiver's fix may have gone stale.
+    public mutating func tick(now: ContinuousClock.Instant) -> Action { reselect(now: now) }
 
     /// The receivers changed (a configuration reload): from now on choose among `receivers`, in this
     /// order (it breaks priority ties). A receiver that stays and is not in `reset` keeps its state
-    /// (connection, latest fix, cycle) and takes its new priority; one in `reset` (replaced by a new
-    /// receiver of the same name) or new starts disconnected; the others are forgotten.
+    /// (connection, latest fix, cycle) and takes its new priority and `stale-after`; one in `reset`
+    /// (replaced by a new receiver of the same name) or new starts disconnected; the others are forgotten.
     /// - Returns: what to publish when the choice changed (the new choice's fix, or one no-fix).
-    public mutating func replaceReceivers(_ receivers: [(name: String, priority: Int)], reset: Set<String>, now: Double) -> Action {
+    public mutating func replaceReceivers(_ receivers: [(name: String, priority: Int)], staleAfter: [String: Duration] = [:],
+                                          reset: Set<String>, now: ContinuousClock.Instant) -> Action {
         var updated: [Entry] = []
         for (i, r) in receivers.enumerated() {
             var kept = (reset.contains(r.name) ? nil : index(of: r.name).map { entries[$0] })
                 ?? Entry(name: r.name, priority: r.priority, order: i)
             kept.priority = r.priority
             kept.order = i
+            kept.staleAfter = staleAfter[r.name]
             Self.put(kept, in: &updated)
         }
         entries = updated
         return reselect(now: now)
     }
 
-    private func qualifies(_ e: Entry, now: Double) -> Bool {
+    private func qualifies(_ e: Entry, now: ContinuousClock.Instant) -> Bool {
         guard e.connected, e.lastValid != nil, let at = e.lastValidAt else { return false }
         return now - at <= freshness(e)
     }
 
-    private mutating func reselect(now: Double) -> Action {
+    private mutating func reselect(now: ContinuousClock.Instant) -> Action {
         var best: Int? = nil
         for i in entries.indices where qualifies(entries[i], now: now) {
             if let b = best, (entries[i].priority, -entries[i].order) <= (entries[b].priority, -entries[b].order) { continue }
@@ -120,10 +146,10 @@ public struct FixSelector: Sendable {
         }
         let previous = selected
         selected = best.map { entries[$0].name }
-        if let best, entries[best].name != previous {
+        if let best, entries[best].name != previous, let fix = entries[best].lastValid {
             announcedNoFix = false
             // Switching: publish the new receiver's latest fix now rather than at its next one.
-            return .publish(entries[best].lastValid!)
+            return .publish(fix)
         }
         if best == nil && !announcedNoFix {
             announcedNoFix = true

@@ -2,7 +2,6 @@
 import Glibc
 #endif
 import CLibgps
-import Dispatch
 import LocationCore
 import LocationPosix
 
@@ -11,26 +10,32 @@ import LocationPosix
 /// is configured), and maps every TPV report to a `Fix`. gpsd has already decoded the receiver, so this
 /// receiver skips the NMEA stage.
 ///
-/// Reads are event-driven: a Dispatch read source on the socket (`gps_data_t.gps_fd`, non-blocking) on
-/// the receiver's queue; when it fires, `gps_read` is called until it has no complete report left, so a
-/// quiet gpsd costs no CPU. A refused connection, an unresolvable host, or gpsd going away (`gps_read`
+/// Reads are event-driven, as every receiver's: a `ReadabilityThread` polls the socket
+/// (`gps_data_t.gps_fd`, non-blocking) and runs the read on the receiver's queue, where `gps_read` is
+/// called until it has no complete report left, so a quiet gpsd costs no CPU. A refused connection, an unresolvable host, or gpsd going away (`gps_read`
 /// returns -1: end of file or a read error) makes it `unavailable` with the reason; it then reconnects
 /// with capped exponential backoff, and fixes resume by themselves once gpsd is back.
 ///
-/// Each connection owns its own `gps_data_t`; the read source's cancel handler calls `gps_close` (which
-/// closes the socket and frees libgps's buffer), so every socket is closed exactly once.
+/// Each connection owns its own `gps_data_t`; once the reader thread no longer polls the socket,
+/// `gps_close` (which closes the socket and frees libgps's buffer) runs, so every socket is closed
+/// exactly once.
 ///
 /// Blocking: connecting runs on the receiver's queue. One non-blocking connection attempt, bounded by
-/// `connectTimeoutMilliseconds` per address, comes first (it also names the cause of a failure, which
+/// `connectTimeout` per address, comes first (it also names the cause of a failure, which
 /// `gps_open` reduces to "can't connect"); `gps_open` then resolves the host and connects again, at once
 /// for a gpsd that just answered. Host name resolution itself is bounded only by the resolver's timeouts.
 ///
 /// The `sentences` of its status count gpsd's JSON reports (TPV, SKY, DEVICE, ...), over all connections.
+///
+/// `@unchecked Sendable`: `connection` and `reports` are only touched on `core.queue` (the reader
+/// thread runs its handler there); the rest never changes.
 public final class GpsdReceiver: Receiver, @unchecked Sendable {
     /// The config section name; every fix's `device`.
     public let name: String
     /// Configured priority: higher wins while it has a valid fix.
     public let priority: Int
+    /// Configured `stale-after`; nil = 3 cycles (`FixSelector` judges).
+    public let staleAfter: Duration?
     /// gpsd's host name or address (config `server`, default `localhost`).
     public let host: String
     /// gpsd's TCP port (config `server`, default 2947, IANA `gpsd`).
@@ -46,6 +51,8 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
     private var connection: Connection?
     /// JSON reports read over all connections (status `sentences`).
     private var reports = 0
+    /// Read errors over all connections (status `errors`).
+    private var readErrors = 0
 
     /// - Parameter configuration: a `.gpsd` receiver.
     public init(_ configuration: ReceiverConfiguration) {
@@ -54,6 +61,7 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
         }
         self.name = configuration.name
         self.priority = configuration.priority
+        self.staleAfter = configuration.staleAfter
         self.host = host
         self.port = port
         self.device = device
@@ -69,8 +77,8 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
         core.start(handler) { self.connect() }
     }
 
-    /// Stops reading and closes the connection. The socket is closed by the read source's cancel
-    /// handler, which runs on the receiver's queue right after this returns.
+    /// Stops reading and closes the connection. The socket is closed on the receiver's queue once the
+    /// reader thread has stopped polling it, right after this returns.
     public func stop() {
         core.stop { disconnect() }
     }
@@ -80,7 +88,7 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
     private func connect() {
         // gps_open connects with a blocking connect(2) and keeps only "can't connect" of its errno: one
         // bounded attempt first says why gpsd cannot be reached, without blocking the queue for minutes.
-        let reachable = clibgps_probe_connect(host, String(port), Int32(Self.connectTimeoutMilliseconds))
+        let reachable = clibgps_probe_connect(host, String(port), Self.connectTimeout.pollMilliseconds)
         guard reachable == 0 else {
             unavailable(reachable < 0 ? "cannot resolve host \(host)" : Self.lowercasedFirst(Errno(rawValue: reachable).description))
             return
@@ -92,7 +100,7 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
             return
         }
         let fd = connection.data.pointee.gps_fd
-        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)  // not inherited by programs the daemon starts
+        FileDescriptorOps.setCloseOnExec(fd)  // not inherited by programs the daemon starts
         if case let .failure(error) = FileDescriptorOps.setNonBlocking(fd) {
             connection.close()
             unavailable("cannot make the socket non-blocking: \(error)")
@@ -113,18 +121,21 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
             return
         }
 
-        let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: core.queue)
-        source.setEventHandler { [weak self] in
-            guard let self else {
-                connection.source?.cancel()
-                return
+        do {
+            connection.reader = try ReadabilityThread(fileDescriptor: fd, queue: core.queue) { [weak self] _ in
+                guard let self else {
+                    connection.stopReading()
+                    return nil
+                }
+                self.readAvailable(connection)
+                return nil
             }
-            self.readAvailable(connection)
+        } catch {
+            connection.close()
+            unavailable("cannot watch the socket: \(error)")
+            return
         }
-        source.setCancelHandler { connection.close() }
-        connection.source = source
         self.connection = connection
-        source.resume()
         core.setState(.connected)
     }
 
@@ -147,16 +158,21 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
                 if code == 0 || code == ECONNRESET {
                     fail(code == 0 ? "gpsd closed the connection" : "gpsd reset the connection")
                 } else {
-                    core.updateStatus { $0.errors += 1 }
+                    readErrors += 1
+                    core.count(sentences: reports, errors: readErrors)
                     fail("read: \(Errno(rawValue: code))")
                 }
                 return
             }
-            if n == 0 { return }
+            if n == 0 {
+                core.count(sentences: reports, errors: readErrors)
+                return
+            }
             handleReport(connection)
             if self.connection !== connection { return }
             budget -= 1
             if budget == 0 {
+                core.count(sentences: reports, errors: readErrors)
                 // A very chatty gpsd: let stop() and other work in, then carry on.
                 core.queue.async { [weak self] in self?.readAvailable(connection) }
                 return
@@ -168,8 +184,6 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
     /// before `gps_read`), `connection.message` the start of its line.
     private func handleReport(_ connection: Connection) {
         reports += 1
-        let total = reports
-        core.updateStatus { $0.sentences = total }
         if !connection.hadReport {
             // gpsd answered (its VERSION greeting): the connection works, start backoff afresh next time.
             connection.hadReport = true
@@ -207,107 +221,13 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
     private func disconnect() {
         guard let connection else { return }
         self.connection = nil
-        if let source = connection.source {
-            source.cancel()  // its cancel handler calls gps_close
-        } else {
-            connection.close()
-        }
-    }
-
-    // MARK: - Mapping gps_data_t to Fix
-
-    /// Maps a TPV report (libgps's `gps_fix_t` and the `set` bits of that report) to a `Fix`.
-    ///
-    /// Fields (gpsd_json(5) TPV; libgps fills absent ones with NaN, which become nil): `mode`; `time`
-    /// (UTC, rounded to the millisecond); `lat`, `lon` (degrees); `altHAE`, `altMSL`, `geoidSep` (metres);
-    /// `speed`, `climb` (m/s); `track`, `magvar` (degrees); `eph`, `epx`, `epy`, `epv` (metres); `status`
-    /// as the quality (absent with a 2D/3D mode: a plain GPS fix).
-    static func fix(from tpv: gps_fix_t, set: gps_mask_t) -> Fix {
-        var fix = Fix()
-        switch tpv.mode {
-        case 2: fix.mode = .twoDimensional
-        case 3: fix.mode = .threeDimensional
-        default: fix.mode = .noFix
-        }
-        if set & TIME_SET != 0 {
-            fix.time = utcTime(seconds: Int(tpv.time.tv_sec), nanoseconds: Int(tpv.time.tv_nsec))
-        }
-        // gpsd_json(5): TPV.status is "not present" for a plain GPS fix.
-        fix.quality = quality(gpsdStatus: Int(tpv.status)) ?? (fix.mode.hasPosition ? .gps : nil)
-        fix.latitude = finite(tpv.latitude)
-        fix.longitude = finite(tpv.longitude)
-        fix.altitudeHAE = finite(tpv.altHAE)
-        fix.altitudeMSL = finite(tpv.altMSL)
-        fix.geoidSeparation = finite(tpv.geoid_sep)
-        fix.speed = finite(tpv.speed)
-        fix.track = finite(tpv.track)
-        fix.climb = finite(tpv.climb)
-        fix.magneticVariation = finite(tpv.magnetic_var)
-        fix.eph = finite(tpv.eph)
-        fix.epx = finite(tpv.epx)
-        fix.epy = finite(tpv.epy)
-        fix.epv = finite(tpv.epv)
-        return fix
-    }
-
-    /// A POSIX time (libgps `timespec_t`: seconds and nanoseconds since 1970-01-01 UTC) as a dated
-    /// `UTCTime`, rounded to the nearest millisecond.
-    static func utcTime(seconds: Int, nanoseconds: Int) -> UTCTime {
-        let milliseconds = seconds * 1000 + (nanoseconds + 500_000) / 1_000_000
-        let perDay = UTCTime.millisecondsPerDay
-        var days = milliseconds / perDay
-        var ofDay = milliseconds % perDay
-        if ofDay < 0 {
-            days -= 1
-            ofDay += perDay
-        }
-        return UTCTime(date: CivilDate(daysSinceUnixEpoch: days), millisecondsOfDay: ofDay)
-    }
-
-    /// gpsd_json(5) TPV.status: 1 GPS, 2 DGPS, 3 RTK fixed, 4 RTK float, 5 dead reckoning, 6 GNSS + dead
-    /// reckoning, 7 time only (surveyed/manual), 8 simulated, 9 P(Y) code; 0 unknown → nil.
-    static func quality(gpsdStatus: Int) -> FixQuality? {
-        switch gpsdStatus {
-        case 1, 6: return .gps  // 6: a GNSS fix that dead reckoning helps along
-        case 2: return .dgps
-        case 3: return .rtkFixed
-        case 4: return .rtkFloat
-        case 5: return .deadReckoning
-        case 7: return .manual
-        case 8: return .simulated
-        case 9: return .pps
-        default: return nil
-        }
-    }
-
-    /// How long one connection attempt may take before gpsd counts as unreachable, milliseconds.
-    static let connectTimeoutMilliseconds = 3000
-
-    /// Why `gps_open` failed, from the negative netlib code it leaves in errno (gps_errstr(3) text).
-    static func describeOpenFailure(_ code: Int32) -> String {
-        if code < 0, let text = gps_errstr(code) { return String(cString: text) }
-        if code > 0 { return lowercasedFirst(Errno(rawValue: code).description) }
-        return "cannot connect"
-    }
-
-    static func finite(_ value: Double) -> Double? { value.isFinite ? value : nil }
-
-    static func lowercasedFirst(_ text: String) -> String {
-        guard let first = text.first else { return text }
-        return first.lowercased() + text.dropFirst()
-    }
-
-    /// A NUL-terminated C character array (imported as a tuple) as a String.
-    private static func string<T>(fromCharacters tuple: T) -> String {
-        withUnsafeBytes(of: tuple) { raw in
-            let bytes = raw.prefix { $0 != 0 }
-            return String(decoding: bytes, as: UTF8.self)
-        }
+        connection.stopReading()
     }
 }
 
 /// One connection to gpsd: libgps's state (`gps_data_t`, about 24 KB, at a stable address as libgps
-/// requires) and the read source on its socket. Used only on the receiver's queue.
+/// requires) and the reader thread on its socket. `@unchecked Sendable`: used only on the receiver's
+/// queue.
 private final class Connection: @unchecked Sendable {
     /// What the latest SKY report of a device said (gpsd_json(5) SKY; gpsd sends one per epoch, next to the
     /// TPV).
@@ -320,7 +240,7 @@ private final class Connection: @unchecked Sendable {
     }
 
     let data: UnsafeMutablePointer<gps_data_t>
-    var source: DispatchSourceRead?
+    var reader: ReadabilityThread?
     var hadReport = false
     /// The start of the last report's line, NUL-terminated (`gps_read`'s message copy).
     var message = [CChar](repeating: 0, count: 32)
@@ -368,6 +288,16 @@ private final class Connection: @unchecked Sendable {
         precondition(!isOpen, "a Connection is opened once")
         isOpen = gps_open(host, String(port), data) == 0
         return isOpen
+    }
+
+    /// Stops the reader thread, then (once it no longer polls the socket) `close`s; the thread's handler,
+    /// which holds this connection, is released with it. On the receiver's queue.
+    func stopReading() {
+        guard let reader else { return close() }
+        reader.cancel {
+            self.close()
+            self.reader = nil
+        }
     }
 
     /// `gps_close` (libgps(3)): closes the socket, frees libgps's buffer. Does nothing unless `open`

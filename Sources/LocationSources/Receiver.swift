@@ -1,12 +1,16 @@
 import LocationCore
 
-/// What a receiver tells its owner.
+/// What a receiver tells its owner: events only. Whether a fix is still live is not the receiver's to
+/// judge — `FixSelector` does, from these events and the time.
 public enum ReceiverEvent: Sendable {
-    /// A fix (one per epoch), its `device` set to the receiver's name; a no-fix when the receiver lost its
-    /// fix or went stale.
+    /// A fix (one per epoch), its `device` set to the receiver's name; a no-fix when the receiver's
+    /// input said it has none (RMC status V, GGA quality 0, TPV mode 1).
     case fix(Fix)
     /// The receiver's state changed (connected, unavailable with a reason, autobaud result).
     case status(ReceiverStatus)
+    /// The input counted so far changed: `sentences` framed (serial, replay) or JSON reports read
+    /// (gpsd), and `errors` (rejected input: bad checksums, truncated or malformed sentences, read errors).
+    case counts(sentences: Int, errors: Int)
 }
 
 /// A snapshot of one receiver, for `locationctl status` and logs.
@@ -30,7 +34,7 @@ public struct ReceiverStatus: Hashable, Sendable {
     public var state: State
     /// Line speed in bit/s (serial).
     public var speed: Int?
-    /// Wall-clock time (Unix seconds) when the current connection was made.
+    /// Wall-clock time (Unix seconds, CLOCK_REALTIME) when the current connection was made.
     public var connectedSince: Double?
     /// Sentences framed (serial, replay) or JSON reports read (gpsd).
     public var sentences = 0
@@ -60,6 +64,8 @@ public struct ReceiverStatus: Hashable, Sendable {
 public protocol Receiver: AnyObject, Sendable {
     var name: String { get }
     var priority: Int { get }
+    /// How long its valid fix stays live without a newer one (config `stale-after`); nil = 3 × its cycle.
+    var staleAfter: Duration? { get }
     /// The current snapshot.
     var status: ReceiverStatus { get }
     /// Starts reading; events are delivered on the receiver's own queue, in order.
@@ -68,21 +74,28 @@ public protocol Receiver: AnyObject, Sendable {
     func stop()
 }
 
+extension Receiver {
+    /// No configured `stale-after`: 3 × the receiver's cycle.
+    public var staleAfter: Duration? { nil }
+}
+
 /// Capped exponential backoff for reconnecting: 0.25 s, 0.5 s, 1 s, 2 s, 4 s, 4 s, ...
 public struct Backoff: Sendable {
-    public let initial: Double
-    public let cap: Double
-    private var next: Double
+    /// The first delay.
+    public let initial: Duration
+    /// The longest delay.
+    public let cap: Duration
+    private var next: Duration
 
-    /// - Parameters: seconds; the first retry comes after `initial` (≤ 0.5 s), never later than `cap` (≤ 5 s).
-    public init(initial: Double = 0.25, cap: Double = 4) {
+    /// - Parameters: the first retry comes after `initial` (≤ 0.5 s), never later than `cap` (≤ 5 s).
+    public init(initial: Duration = .milliseconds(250), cap: Duration = .seconds(4)) {
         self.initial = initial
         self.cap = cap
         self.next = initial
     }
 
     /// The delay before the next attempt; doubles up to the cap.
-    public mutating func nextDelay() -> Double {
+    public mutating func nextDelay() -> Duration {
         let d = next
         next = min(next * 2, cap)
         return d

@@ -1,4 +1,5 @@
 import LocationCore
+import LocationPosix
 
 /// What a `[receiver NAME]` section of the config says (see ARCHITECTURE.md "Config file sketch").
 public struct ReceiverConfiguration: Hashable, Sendable {
@@ -18,12 +19,13 @@ public struct ReceiverConfiguration: Hashable, Sendable {
     public var source: Source
     /// Higher wins while it has a valid fix.
     public var priority: Int
-    /// Seconds without a valid fix after which the receiver reports no-fix; nil = 3 × its cycle.
-    public var staleAfter: Double?
+    /// How long a valid fix of this receiver stays live without a newer one (config `stale-after`); nil
+    /// = 3 × its reporting cycle. `FixSelector` judges it.
+    public var staleAfter: Duration?
     /// Accept NMEA sentences without a checksum (old receivers).
     public var allowMissingChecksum: Bool
 
-    public init(name: String, source: Source, priority: Int = 0, staleAfter: Double? = nil,
+    public init(name: String, source: Source, priority: Int = 0, staleAfter: Duration? = nil,
                 allowMissingChecksum: Bool = false) {
         self.name = name
         self.source = source
@@ -123,9 +125,9 @@ extension ReceiverConfiguration {
             }
             priority = v
         }
-        var stale: Double? = nil
+        var stale: Duration? = nil
         if let s = value("stale-after") {
-            guard let v = Self.seconds(s.value), v > 0 else {
+            guard let v = Self.duration(s.value), v > .zero else {
                 throw ConfigurationError(key: "stale-after", message: "'\(s.value)' is not a duration (e.g. 3, 3s, 500ms)", line: s.line)
             }
             stale = v
@@ -145,16 +147,26 @@ extension ReceiverConfiguration {
         }
     }
 
-    /// Parses a duration: a number of seconds, or a number with `ms`, `s`, `min`, `h`, `d`.
-    public static func seconds(_ text: String) -> Double? {
+    /// Parses a config duration — the one duration grammar of the config file (`stale-after`,
+    /// `client-timeout`, `once-lifetime`, `ask-timeout`, `reduced-interval`): a number of seconds, or a
+    /// number with `ms`, `s`, `min`, `h` or `d` (`500ms`, `30s`, `15min`, `1h`, `7d`; a space before the
+    /// unit is allowed).
+    /// - Returns: the duration, or nil for anything else (negative, not finite, unknown unit).
+    public static func duration(_ text: String) -> Duration? {
         let units: [(String, Double)] = [("ms", 0.001), ("min", 60), ("s", 1), ("h", 3600), ("d", 86400)]
-        for (suffix, scale) in units where text.hasSuffix(suffix) {
-            guard let v = Double(text.dropLast(suffix.count).trimmingCharacters()), v.isFinite, v >= 0 else { return nil }
-            return v * scale
+        var number = Substring(text)
+        var scale = 1.0
+        for (suffix, factor) in units where text.hasSuffix(suffix) {
+            number = number.dropLast(suffix.count)
+            scale = factor
+            break
         }
-        guard let v = Double(text), v.isFinite, v >= 0 else { return nil }
-        return v
+        guard let v = Double(number.trimmingCharacters()), v.isFinite, v >= 0, v * scale < 1e15 else { return nil }
+        return .seconds(v * scale)
     }
+
+    /// `duration(_:)` in seconds, for settings kept as seconds.
+    public static func seconds(_ text: String) -> Double? { duration(text)?.inSeconds }
 }
 
 extension StringProtocol {

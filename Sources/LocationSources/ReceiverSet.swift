@@ -1,13 +1,22 @@
-import Dispatch
 import LocationCore
+import LocationPosix
 import Synchronization
 
 /// All configured receivers, merged into one published fix stream by priority (`FixSelector`).
 ///
-/// Events from every receiver are funnelled onto one queue; the published fix comes from the
-/// highest-priority receiver with a valid fix, switching within 2 s when it loses its fix or disappears
-/// and switching back when it returns.
-public final class ReceiverSet: @unchecked Sendable {
+/// Each receiver's events come on that receiver's own queue and are handled on the spot: the
+/// selector's state is behind a `Mutex`, and the owner's handler is called after it is released — one
+/// hop from a receiver to the owner, no queue in between. The published fix comes from the
+/// highest-priority receiver with a live valid fix, switching within 2 s when it loses its fix or
+/// disappears and switching back when it returns. One clock thread (`SelectorClock`) drives the
+/// selector when the selected fix would go stale without any event.
+///
+/// What STATUS and systemd read (`statuses`, `latestFix`) is a snapshot the set publishes from the
+/// events, never a question to the receivers.
+///
+/// Locks: `state`, then `published` (taken inside `state`, never the other way round); neither is held
+/// while a receiver is started or stopped or the owner's handler runs.
+public final class ReceiverSet: Sendable {
     /// What the set tells its owner.
     public enum Event: Sendable {
         /// The fix to publish (from the selected receiver; a no-fix when none has one).
@@ -16,56 +25,77 @@ public final class ReceiverSet: @unchecked Sendable {
         case status(ReceiverStatus)
     }
 
-    /// The receivers, in configuration order (replaced as a whole by `replaceReceivers(_:)`).
-    public var receivers: [any Receiver] { list.withLock { $0 } }
-    private let list: Mutex<[any Receiver]>
-    private let queue = DispatchQueue(label: "locationd.receivers")
-    private var selector: FixSelector
-    private var handler: (@Sendable (Event) -> Void)?
-    private var timer: DispatchSourceTimer?
-    private let current = Mutex<Fix?>(nil)
-    /// The token of each receiver's current start, by name (on `queue`): events of a receiver that was
-    /// replaced or removed carry an old token and are dropped.
-    private var tokens: [String: Int] = [:]
-    private var nextToken = 0
+    private struct State {
+        /// In configuration order.
+        var receivers: [any Receiver]
+        var selector: FixSelector
+        var handler: (@Sendable (Event) -> Void)?
+        /// The token of each receiver's current start, by name: events of a receiver that was replaced or
+        /// removed carry an old token and are dropped.
+        var tokens: [String: Int] = [:]
+        var nextToken = 0
+        /// Ticks the selector when the selected fix would go stale; made on first use, gone after `stop`.
+        var clock: SelectorClock?
+        /// The deadline `clock` waits for; nil when it waits for nothing.
+        var clockDeadline: ContinuousClock.Instant?
+    }
+
+    /// What the set publishes for readers.
+    private struct Snapshot {
+        /// By receiver, in configuration order.
+        var statuses: [ReceiverStatus]
+        var latestFix: Fix?
+    }
+
+    private let state: Mutex<State>
+    private let published: Mutex<Snapshot>
 
     /// - Parameters:
     ///   - receivers: in configuration order (it breaks priority ties); names unique.
-    ///   - minimumFreshness: seconds a valid fix stays fresh at least (`FixSelector`).
-    public init(_ receivers: [any Receiver], minimumFreshness: Double = 1.5) {
-        list = Mutex(receivers)
-        selector = FixSelector(receivers: receivers.map { ($0.name, $0.priority) }, minimumFreshness: minimumFreshness)
+    ///   - minimumFreshness: the least time a valid fix stays fresh for failover (`FixSelector`).
+    public init(_ receivers: [any Receiver], minimumFreshness: Duration = .milliseconds(1500)) {
+        let selector = FixSelector(receivers: receivers.map { ($0.name, $0.priority) }, staleAfter: Self.staleAfter(receivers),
+                                   minimumFreshness: minimumFreshness)
+        state = Mutex(State(receivers: receivers, selector: selector))
+        published = Mutex(Snapshot(statuses: receivers.map(\.status), latestFix: nil))
     }
 
-    /// The statuses of all receivers, in configuration order.
-    public var statuses: [ReceiverStatus] { receivers.map(\.status) }
+    /// The receivers, in configuration order (replaced as a whole by `replaceReceivers(_:)`).
+    public var receivers: [any Receiver] { state.withLock { $0.receivers } }
+
+    /// The statuses of all receivers, in configuration order, as their events last reported them.
+    public var statuses: [ReceiverStatus] { published.withLock { $0.statuses } }
 
     /// The last published fix.
-    public var latestFix: Fix? { current.withLock { $0 } }
+    public var latestFix: Fix? { published.withLock { $0.latestFix } }
 
     /// Name of the receiver whose fixes are published now.
-    public var selectedReceiver: String? { queue.sync { selector.selected } }
+    public var selectedReceiver: String? { state.withLock { $0.selector.selected } }
 
-    /// Starts every receiver; `handler` gets the fixes to publish and the receivers' status changes, on
-    /// the set's queue, in order, on the thread of the receiver that had the event. It must not wait for
-    /// a receiver or the set.
+    /// Starts every receiver; `handler` gets the fixes to publish and the receivers' status changes, in
+    /// order for each receiver, on the thread of the receiver that had the event (or the set's clock thread).
+    /// It must not wait for a receiver or call back into the set.
     public func start(_ handler: @escaping @Sendable (Event) -> Void) {
-        let started = queue.sync {
-            self.handler = handler
-            return receivers.map { (receiver: $0, token: issueToken(for: $0.name)) }
+        let started = state.withLock { s in
+            s.handler = handler
+            return s.receivers.map { (receiver: $0, token: Self.issueToken(for: $0.name, in: &s)) }
         }
         for (receiver, token) in started { startReceiver(receiver, token: token) }
     }
 
     /// Stops every receiver; no event is delivered after it returns.
     public func stop() {
+        // A receiver's stop waits for its queue, where its events reach the handler.
         for receiver in receivers { receiver.stop() }
-        queue.sync {
-            timer?.cancel()
-            timer = nil
-            handler = nil
-            tokens.removeAll()
+        let clock = state.withLock { s -> SelectorClock? in
+            s.handler = nil
+            s.tokens.removeAll()
+            s.clockDeadline = nil
+            defer { s.clock = nil }
+            return s.clock
         }
+        // Waits for a tick in flight, which may have taken the handler before it was dropped.
+        clock?.stop()
     }
 
     /// What `replaceReceivers(_:)` did, by receiver name.
@@ -98,10 +128,11 @@ public final class ReceiverSet: @unchecked Sendable {
     /// - Returns: which names were added, replaced, removed and kept.
     @discardableResult
     public func replaceReceivers(_ newReceivers: [any Receiver]) -> Change {
-        // Swap the list and retire the old tokens on the queue, so that late events of the old
-        // receivers are dropped; stop and start outside it.
-        let (change, toStop, started) = queue.sync { () -> (Change, [any Receiver], [(receiver: any Receiver, token: Int)]) in
-            let old = list.withLock { $0 }
+        let now = ContinuousClock.now
+        // Swap the list and retire the old tokens under the lock, so that late events of the old
+        // receivers are dropped; stop, start and publish outside it.
+        let (change, toStop, started, action, handler) = state.withLock { s in
+            let old = s.receivers
             let oldByName = Dictionary(old.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
             let newNames = Set(newReceivers.map(\.name))
             var change = Change()
@@ -121,76 +152,118 @@ public final class ReceiverSet: @unchecked Sendable {
             }
             change.removed = old.map(\.name).filter { !newNames.contains($0) }
             let toStop = old.filter { !newNames.contains($0.name) || change.replaced.contains($0.name) }
-            list.withLock { $0 = newReceivers }
-            for name in change.removed { tokens[name] = nil }
-            let running = handler != nil
-            for receiver in toStart { tokens[receiver.name] = nil }
-            let started = running ? toStart.map { (receiver: $0, token: issueToken(for: $0.name)) } : []
-            perform(selector.replaceReceivers(newReceivers.map { ($0.name, $0.priority) },
-                                              reset: Set(change.replaced + change.added), now: monotonicSeconds()))
-            armTimer()
-            return (change, toStop, started)
+            s.receivers = newReceivers
+            for name in change.removed { s.tokens[name] = nil }
+            for receiver in toStart { s.tokens[receiver.name] = nil }
+            let running = s.handler != nil
+            let started = running ? toStart.map { (receiver: $0, token: Self.issueToken(for: $0.name, in: &s)) } : []
+            let action = s.selector.replaceReceivers(newReceivers.map { ($0.name, $0.priority) }, staleAfter: Self.staleAfter(newReceivers),
+                                                     reset: Set(change.replaced + change.added), now: now)
+            let restarted = Set(toStart.map(\.name))
+            published.withLock { p in
+                let previous = Dictionary(p.statuses.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
+                p.statuses = newReceivers.map { restarted.contains($0.name) ? $0.status : previous[$0.name] ?? $0.status }
+                if case .publish(let fix) = action { p.latestFix = fix }
+            }
+            armTimer(&s)
+            return (change, toStop, started, action, s.handler)
         }
         for receiver in toStop { receiver.stop() }
         for (receiver, token) in started { startReceiver(receiver, token: token) }
+        if case .publish(let fix) = action { handler?(.fix(fix)) }
         return change
     }
 
-    /// A fresh token for the receiver `name` (on `queue`).
-    private func issueToken(for name: String) -> Int {
-        nextToken += 1
-        tokens[name] = nextToken
-        return nextToken
+    private static func staleAfter(_ receivers: [any Receiver]) -> [String: Duration] {
+        var byName: [String: Duration] = [:]
+        for receiver in receivers { byName[receiver.name] = receiver.staleAfter }
+        return byName
+    }
+
+    /// A fresh token for the receiver `name`.
+    private static func issueToken(for name: String, in s: inout State) -> Int {
+        s.nextToken += 1
+        s.tokens[name] = s.nextToken
+        return s.nextToken
     }
 
     private func startReceiver(_ receiver: any Receiver, token: Int) {
         let name = receiver.name
-        receiver.start { [weak self] event in
-            guard let self else { return }
-            // Synchronously: on the receiver's thread when the set is idle (nearly always), so a fix
-            // reaches the owner without a thread hand-off. Lock order: receiver queue, then the set's
-            // queue, then whatever the handler takes; nothing holding the set's queue waits for a
-            // receiver's (stop and start run outside it).
-            self.queue.sync {
-                guard self.tokens[name] == token else { return }
-                self.handle(event, from: name)
+        receiver.start { [weak self] event in self?.receive(event, from: name, token: token) }
+    }
+
+    /// One event of a receiver, on that receiver's thread: the selector decides under the lock, the
+    /// owner hears of it after.
+    private func receive(_ event: ReceiverEvent, from name: String, token: Int) {
+        let now = ContinuousClock.now
+        let (action, status, handler) = state.withLock { s -> (FixSelector.Action, ReceiverStatus?, (@Sendable (Event) -> Void)?) in
+            guard s.tokens[name] == token else { return (.none, nil, nil) }
+            let action: FixSelector.Action
+            var status: ReceiverStatus? = nil
+            switch event {
+            case .fix(let fix):
+                action = s.selector.fix(fix, from: name, now: now)
+                publish(action, updating: name) {
+                    guard fix.hasPosition else { return }
+                    $0.fixes += 1
+                    $0.lastFixTime = fix.time
+                }
+            case .status(let changed):
+                status = changed
+                action = s.selector.connection(name, connected: changed.isConnected, now: now)
+                publish(action, updating: name) {
+                    $0.state = changed.state
+                    $0.speed = changed.speed
+                    $0.connectedSince = changed.connectedSince
+                }
+            case .counts(let sentences, let errors):
+                publish(.none, updating: name) {
+                    $0.sentences = sentences
+                    $0.errors = errors
+                }
+                return (.none, nil, nil)
             }
+            armTimer(&s)
+            return (action, status, s.handler)
+        }
+        guard let handler else { return }
+        if let status { handler(.status(status)) }
+        if case .publish(let fix) = action { handler(.fix(fix)) }
+    }
+
+    /// Updates the published snapshot: the receiver's status, and the fix when there is one to publish.
+    private func publish(_ action: FixSelector.Action, updating name: String, _ change: (inout ReceiverStatus) -> Void) {
+        published.withLock { p in
+            if let i = p.statuses.firstIndex(where: { $0.name == name }) { change(&p.statuses[i]) }
+            if case .publish(let fix) = action { p.latestFix = fix }
         }
     }
 
-    private func handle(_ event: ReceiverEvent, from name: String) {
-        let now = monotonicSeconds()
-        let action: FixSelector.Action
-        switch event {
-        case .fix(let fix):
-            action = selector.fix(fix, from: name, now: now)
-        case .status(let status):
-            handler?(.status(status))
-            action = selector.connection(name, connected: status.isConnected, now: now)
+    /// Makes the clock wake for the moment the selected receiver's fix would stop qualifying, unless it
+    /// already waits for an earlier one: a fix moves that moment later, and the clock, waking early,
+    /// learns the later one then (`clockTick`) — nothing is done per fix.
+    private func armTimer(_ s: inout State) {
+        guard let deadline = s.selector.nextDeadline(), s.handler != nil else { return }
+        if let armed = s.clockDeadline, armed <= deadline { return }
+        if s.clock == nil {
+            s.clock = try? SelectorClock { [weak self] in self?.clockTick() }
         }
-        perform(action)
-        armTimer()
+        s.clockDeadline = deadline
+        s.clock?.wake()
     }
 
-    private func perform(_ action: FixSelector.Action) {
-        guard case .publish(let fix) = action else { return }
-        current.withLock { $0 = fix }
-        handler?(.fix(fix))
-    }
-
-    /// Wakes up when the selected receiver's fix would go stale, to fail over without waiting for events.
-    private func armTimer() {
-        timer?.cancel()
-        timer = nil
-        guard list.withLock({ $0.count }) > 1, let deadline = selector.nextDeadline() else { return }
-        let t = DispatchSource.makeTimerSource(queue: queue)
-        t.schedule(deadline: .now() + max(0, deadline - monotonicSeconds()) + 0.01)
-        t.setEventHandler { [weak self] in
-            guard let self else { return }
-            self.perform(self.selector.tick(now: monotonicSeconds()))
-            self.armTimer()
+    /// On the clock's thread: ticks the selector, publishes what changed, and returns how long to wait
+    /// for the next deadline (just after it: a fix exactly `freshness` old still qualifies).
+    private func clockTick() -> Duration? {
+        let now = ContinuousClock.now
+        let (action, handler, next) = state.withLock { s -> (FixSelector.Action, (@Sendable (Event) -> Void)?, Duration?) in
+            guard s.handler != nil else { return (.none, nil, nil) }
+            let action = s.selector.tick(now: now)
+            if case .publish(let fix) = action { published.withLock { $0.latestFix = fix } }
+            s.clockDeadline = s.selector.nextDeadline()
+            return (action, s.handler, s.clockDeadline.map { max(.zero, $0 - now) + .milliseconds(10) })
         }
-        timer = t
-        t.resume()
+        if case .publish(let fix) = action { handler?(.fix(fix)) }
+        return next
     }
 }

@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Dispatch
 import LocationCore
 import LocationPosix
 import NMEA
@@ -12,9 +11,20 @@ import NMEA
 ///
 /// At the end of a non-looping file it reports `unavailable` ("end of file") and keeps watching the
 /// file with backoff, resuming if more is appended; a file that cannot be opened is retried likewise.
+///
+/// Paced as the other receivers read: by a `ReadabilityThread`, here with no descriptor to watch (a
+/// regular file is always readable), only the deadlines of the next fix, the loop's pause and the
+/// end-of-file backoff.
+///
+/// `@unchecked Sendable`: everything it changes is changed on `core.queue` only (the pacing thread runs
+/// its handler there); the rest never changes.
 public final class ReplayReceiver: Receiver, @unchecked Sendable {
+    /// The config section name; every fix's `device`.
     public let name: String
+    /// Configured priority: higher wins while it has a valid fix.
     public let priority: Int
+    /// Configured `stale-after`; nil = 3 cycles (`FixSelector` judges).
+    public let staleAfter: Duration?
     let file: String
     /// 1 = capture pace; nil = as fast as possible.
     let rate: Double?
@@ -22,18 +32,24 @@ public final class ReplayReceiver: Receiver, @unchecked Sendable {
     private let configuration: ReceiverConfiguration
     private let core: ReceiverCore
 
-    private var fd: Int32 = -1
+    private var capture = OwnedFileDescriptor()
+    private var pacer: ReadabilityThread?
     private var decoder: NMEADecoder
     private var filter = CaptureFilter()
     private var pending: [Fix] = []
     private var pendingIndex = 0
+    /// True when `pending[pendingIndex]` waits for its time (the pacer's deadline).
+    private var pendingIsDue = false
     private var previousFixTime: UTCTime?
-    private var previousDelay = 1.0
+    /// The last interval between fix times, seconds of capture time.
+    private var previousInterval = 1.0
     private var chunk = [UInt8](repeating: 0, count: 1 << 16)
     private var filtered: [UInt8] = []
     private var countedSentences = 0
     private var countedErrors = 0
     private var atEnd = false
+    /// The pause between two passes of a looping replay at `rate = max`.
+    static let maximumRateLoopPause = Duration.milliseconds(1)
 
     public init(_ configuration: ReceiverConfiguration) {
         guard case let .replay(file, rate, loop) = configuration.source else {
@@ -42,6 +58,7 @@ public final class ReplayReceiver: Receiver, @unchecked Sendable {
         self.configuration = configuration
         self.name = configuration.name
         self.priority = configuration.priority
+        self.staleAfter = configuration.staleAfter
         self.file = file
         self.rate = rate
         self.loop = loop
@@ -62,17 +79,25 @@ public final class ReplayReceiver: Receiver, @unchecked Sendable {
     // MARK: - On core.queue
 
     private func open() {
-        let descriptor = Glibc.open(file, O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else {
-            core.setState(.unavailable(reason: "cannot open \(file): \(Errno.current)"))
+        do {
+            capture.replace(with: try OwnedFileDescriptor(opening: file, flags: O_RDONLY))
+        } catch {
+            core.setState(.unavailable(reason: "cannot open \(file): \(error)"))
             core.retryLater { [weak self] in self?.open() }
             return
         }
-        fd = descriptor
         resetDecoding()
         core.backoff.reset()
         core.setState(.connected)
-        step()
+        do {
+            pacer = try ReadabilityThread(fileDescriptor: -1, queue: core.queue, firstDeadline: .zero) { [weak self] _ in
+                self?.step()
+            }
+        } catch {
+            closeFile()
+            core.setState(.unavailable(reason: "cannot pace \(file): \(error)"))
+            core.retryLater { [weak self] in self?.open() }
+        }
     }
 
     private func resetDecoding() {
@@ -86,87 +111,94 @@ public final class ReplayReceiver: Receiver, @unchecked Sendable {
     }
 
     private func closeFile() {
-        if fd >= 0 { FileDescriptorOps.close(fd) }
-        fd = -1
+        pacer?.cancel {}
+        pacer = nil
+        capture.close()
         pending.removeAll()
         pendingIndex = 0
+        pendingIsDue = false
     }
 
-    /// Delivers the next fix when it is due, reading more of the file as needed.
-    private func step() {
-        let generation = core.generation
+    /// Delivers the fixes that are due, reading more of the file as needed. Returns when the pacer should
+    /// call again: at the next fix's time, after the loop's pause or the end-of-file backoff; nil when
+    /// the file was closed.
+    private func step() -> Duration? {
+        if pendingIsDue {
+            pendingIsDue = false
+            pendingIndex += 1
+            core.deliver(pending[pendingIndex - 1])
+        }
         var delivered = 0
-        while true {
+        while capture.isOpen {
             if pendingIndex >= pending.count {
                 pending.removeAll(keepingCapacity: true)
                 pendingIndex = 0
-                if !readMore() { return }
-                continue
+                switch readMore() {
+                case .decoded: continue
+                case .wait(let delay): return delay
+                case .closed: return nil
+                }
             }
             let fix = pending[pendingIndex]
             let delay = delayBefore(fix)
-            if delay > 0.0005 {
-                let due = fix
-                core.queue.asyncAfter(deadline: .now() + delay) { [weak self] in
-                    guard let self, self.core.generation == generation, self.fd >= 0 else { return }
-                    self.pendingIndex += 1
-                    self.core.deliver(due)
-                    self.step()
-                }
-                return
+            if delay > .microseconds(500) {
+                pendingIsDue = true
+                return delay
             }
             pendingIndex += 1
             core.deliver(fix)
             delivered += 1
-            if delivered >= 256 {
-                // As fast as possible, but let stop() and status in between.
-                core.queue.async { [weak self] in
-                    guard let self, self.core.generation == generation, self.fd >= 0 else { return }
-                    self.step()
-                }
-                return
-            }
+            // As fast as possible, but let stop() and status in between.
+            if delivered >= 256 { return .zero }
         }
+        return nil
     }
 
-    /// Seconds to wait before `fix`: the interval since the previous fix time, divided by the rate.
-    private func delayBefore(_ fix: Fix) -> Double {
-        guard let rate else { return 0 }
-        var interval = previousDelay
+    /// How long to wait before `fix`: the interval since the previous fix time, divided by the rate.
+    private func delayBefore(_ fix: Fix) -> Duration {
+        guard let rate else { return .zero }
+        var interval = previousInterval
         if let t = fix.time, let p = previousFixTime, let dt = t.seconds(since: p) {
-            interval = dt > 0 && dt <= 10 ? dt : (dt <= 0 ? 0 : previousDelay)
-            if dt > 0 && dt <= 10 { previousDelay = dt }
+            interval = dt > 0 && dt <= 10 ? dt : (dt <= 0 ? 0 : previousInterval)
+            if dt > 0 && dt <= 10 { previousInterval = dt }
         }
         if let t = fix.time { previousFixTime = t }
-        return interval / rate
+        return .seconds(interval / rate)
     }
 
-    /// Reads and decodes the next chunk into `pending`. False when nothing more can be read now.
-    private func readMore() -> Bool {
-        guard fd >= 0 else { return false }
-        let result = chunk.withUnsafeMutableBytes { FileDescriptorOps.read(fd, into: $0) }
+    /// What reading the next chunk came to.
+    private enum ReadOutcome {
+        /// Fixes (possibly none) were decoded into `pending`: go on.
+        case decoded
+        /// Nothing to deliver now: try again after this long (the loop's pause, the end-of-file backoff).
+        case wait(Duration)
+        /// The file is closed (a read error; reopening is scheduled).
+        case closed
+    }
+
+    /// Reads and decodes the next chunk into `pending`.
+    private func readMore() -> ReadOutcome {
+        guard capture.isOpen else { return .closed }
+        let result = chunk.withUnsafeMutableBytes { FileDescriptorOps.read(capture.rawValue, into: $0) }
         switch result {
         case .success(0):
             if !atEnd {
                 atEnd = true
                 decoder.finish { pending.append($0) }
                 countStatistics()
-                if !pending.isEmpty { return true }
+                if !pending.isEmpty { return .decoded }
             }
             if loop {
-                lseek(fd, 0, SEEK_SET)
+                _ = FileDescriptorOps.seek(capture.rawValue, toOffset: 0)
                 resetDecoding()
-                // One cycle's pause between the end and the start, as a receiver would.
-                let generation = core.generation
-                core.queue.asyncAfter(deadline: .now() + (rate.map { previousDelay / $0 } ?? 0)) { [weak self] in
-                    guard let self, self.core.generation == generation else { return }
-                    self.step()
-                }
-                return false
+                // One cycle's pause between the end and the start, as a receiver would; as fast as possible,
+                // a millisecond (what the dispatch timer used before gave), so the last epoch of a pass
+                // stands for a moment rather than the first epochs of the next (often no-fix ones).
+                return .wait(rate.map { .seconds(previousInterval / $0) } ?? Self.maximumRateLoopPause)
             }
             core.setState(.unavailable(reason: "end of file \(file)"))
-            core.retryLater { [weak self] in self?.resumeAfterEnd() }
-            return false
+            // Watch for more with backoff.
+            return .wait(core.backoff.nextDelay())
         case .success(let n):
             if atEnd {
                 // The file grew after its end was reported.
@@ -178,25 +210,18 @@ public final class ReplayReceiver: Receiver, @unchecked Sendable {
             chunk.withUnsafeBufferPointer { filter.filter(UnsafeBufferPointer(rebasing: $0[0..<n]), into: &filtered) }
             decoder.decode(filtered) { pending.append($0) }
             countStatistics()
-            return true
+            return .decoded
         case .failure(let e):
             closeFile()
             core.setState(.unavailable(reason: "read \(file): \(e)"))
             core.retryLater { [weak self] in self?.open() }
-            return false
+            return .closed
         }
-    }
-
-    private func resumeAfterEnd() {
-        guard fd >= 0 else { return }
-        step()
     }
 
     private func countStatistics() {
         let s = decoder.statistics
-        core.updateStatus {
-            $0.sentences = self.countedSentences + s.framing.sentences
-            $0.errors = self.countedErrors + s.framing.rejectedSentences + s.malformedSentences
-        }
+        core.count(sentences: countedSentences + s.framing.sentences,
+                   errors: countedErrors + s.framing.rejectedSentences + s.malformedSentences)
     }
 }

@@ -1,4 +1,3 @@
-import Dispatch
 import LocationCore
 import LocationPosix
 import NMEA
@@ -6,24 +5,33 @@ import NMEA
 /// Reads NMEA 0183 from a serial tty: opens and locks it, sets raw 8N1 at the configured speed or finds
 /// the speed (autobaud), and turns what it reads into fixes. Reads are event-driven — a thread of its
 /// own blocked in poll(2) on the device (`ReadabilityThread`), one wake-up per read — so a silent
-/// receiver costs no CPU. A vanished device (EOF, EIO, ENXIO on read; ENOENT or
-/// ENODEV on open) makes it `unavailable`; it reopens the same path — a /dev/serial/by-id link follows
-/// the device to its new node — with capped exponential backoff.
+/// receiver costs no CPU; the same poll's timeout ends each autobaud listening window. A vanished
+/// device (EOF, EIO, ENXIO on read; ENOENT or ENODEV on open) makes it `unavailable`; it reopens the
+/// same path — a /dev/serial/by-id link follows the device to its new node — with capped exponential
+/// backoff.
+///
+/// `@unchecked Sendable`: everything it changes is changed on `core.queue` only (the reader thread runs
+/// its handler there); the rest never changes.
 public final class SerialReceiver: Receiver, @unchecked Sendable {
+    /// The config section name; every fix's `device`.
     public let name: String
+    /// Configured priority: higher wins while it has a valid fix.
     public let priority: Int
+    /// Configured `stale-after`; nil = 3 cycles (`FixSelector` judges).
+    public let staleAfter: Duration?
     let configuration: ReceiverConfiguration
     let path: String
     let configuredSpeed: Int?
     private let core: ReceiverCore
     private let opener: SerialDeviceOpener
-    /// How long autobaud listens at each speed, seconds.
-    let autobaudWindow: Double
+    /// How long autobaud listens at each speed.
+    let autobaudWindow: Duration
 
     private var device: (any SerialDevice)?
     private var reader: ReadabilityThread?
     private var decoder: NMEADecoder
-    private var searching: (speeds: [Int], index: Int, deadline: DispatchWorkItem?)?
+    /// The autobaud search: the speeds to try, the one being tried, when its window ends.
+    private var searching: (speeds: [Int], index: Int, deadline: ContinuousClock.Instant)?
     private var buffer = [UInt8](repeating: 0, count: 4096)
     /// The fixes one read completed, kept between reads so that a read allocates nothing.
     private var readFixes: [Fix] = []
@@ -32,22 +40,22 @@ public final class SerialReceiver: Receiver, @unchecked Sendable {
     /// - Parameters:
     ///   - configuration: a `.serial` receiver.
     ///   - opener: opens a path; tests pass a simulated device. Default: `TTYSerialDevice`.
-    ///   - autobaudWindow: seconds to listen at each speed while searching.
+    ///   - autobaudWindow: how long to listen at each speed while searching.
     public init(_ configuration: ReceiverConfiguration,
                 opener: @escaping SerialDeviceOpener = { path throws(SerialPortError) in try TTYSerialDevice(path: path) },
-                autobaudWindow: Double = 1.5) {
+                autobaudWindow: Duration = .milliseconds(1500)) {
         guard case let .serial(path, speed) = configuration.source else {
             preconditionFailure("SerialReceiver needs a serial configuration")
         }
         self.configuration = configuration
         self.name = configuration.name
         self.priority = configuration.priority
+        self.staleAfter = configuration.staleAfter
         self.path = path
         self.configuredSpeed = speed
         self.opener = opener
         self.autobaudWindow = autobaudWindow
         self.core = ReceiverCore(configuration: configuration, type: "serial", path: path)
-        self.core.staleTimerEnabled = false
         self.decoder = NMEADecoder(requiresChecksum: !configuration.allowMissingChecksum)
     }
 
@@ -76,7 +84,7 @@ public final class SerialReceiver: Receiver, @unchecked Sendable {
         decoder = NMEADecoder(requiresChecksum: !configuration.allowMissingChecksum)
         let speeds = configuredSpeed.map { [$0] } ?? commonSerialSpeeds
         if configuredSpeed == nil {
-            searching = (speeds, 0, nil)
+            searching = (speeds, 0, ContinuousClock.now)
             core.setState(.starting)
             trySpeed()
         } else {
@@ -92,12 +100,12 @@ public final class SerialReceiver: Receiver, @unchecked Sendable {
         // A search that failed at once (no speed could be set) has closed the device and retries later.
         guard device != nil else { return }
         do {
-            // The reader thread also keeps the staleness watch, as its poll timeout.
-            reader = try ReadabilityThread(fileDescriptor: opened.fileDescriptor, queue: core.queue) { [weak self] readable in
+            // The reader thread also ends the autobaud windows, as its poll timeout.
+            reader = try ReadabilityThread(fileDescriptor: opened.fileDescriptor, queue: core.queue,
+                                           firstDeadline: searching.map { $0.deadline - ContinuousClock.now }) { [weak self] readable in
                 guard let self else { return nil }
                 if readable { self.readAvailable() }
-                self.core.checkStaleness()
-                return self.core.secondsUntilStale()
+                return self.nextSpeedIfDue()
             }
         } catch {
             fail("cannot watch \(path): \(error)")
@@ -124,17 +132,20 @@ public final class SerialReceiver: Receiver, @unchecked Sendable {
             return
         }
         decoder = NMEADecoder(requiresChecksum: !configuration.allowMissingChecksum)
-        let expected = core.generation
-        let deadline = DispatchWorkItem { [weak self] in
-            guard let self, self.core.generation == expected, var s = self.searching else { return }
-            s.index += 1
-            self.searching = s
-            self.trySpeed()
-        }
-        search.deadline?.cancel()
-        search.deadline = deadline
+        search.deadline = ContinuousClock.now + autobaudWindow
         searching = search
-        core.queue.asyncAfter(deadline: .now() + autobaudWindow, execute: deadline)
+    }
+
+    /// While searching: moves to the next speed when the window of this one has passed. Returns how long
+    /// until the current window ends (the reader's next deadline), nil when not searching.
+    private func nextSpeedIfDue() -> Duration? {
+        guard var search = searching else { return nil }
+        if ContinuousClock.now >= search.deadline {
+            search.index += 1
+            searching = search
+            trySpeed()
+        }
+        return searching.map { max(.zero, $0.deadline - ContinuousClock.now) }
     }
 
     private func readAvailable() {
@@ -168,7 +179,6 @@ public final class SerialReceiver: Receiver, @unchecked Sendable {
             // Two checksummed sentences at a speed, and fewer errors than sentences: that's the speed.
             if stats.framing.sentences >= 2 && stats.framing.sentences > errors {
                 let speed = search.speeds[search.index]
-                search.deadline?.cancel()
                 searching = nil
                 core.backoff.reset()
                 core.setState(.connected, speed: speed)
@@ -176,11 +186,9 @@ public final class SerialReceiver: Receiver, @unchecked Sendable {
                 return
             }
         }
-        core.updateStatus {
-            $0.sentences = stats.framing.sentences
-            $0.errors = self.countedErrors + errors
-        }
         for fix in readFixes { core.deliver(fix) }
+        // After the fixes: counting adds no time between the read and the fix reaching the owner.
+        core.count(sentences: stats.framing.sentences, errors: countedErrors + errors)
     }
 
     private func fail(_ reason: String) {
@@ -194,7 +202,6 @@ public final class SerialReceiver: Receiver, @unchecked Sendable {
     }
 
     private func disconnect() {
-        if let search = searching { search.deadline?.cancel() }
         searching = nil
         if let s = decoder.statistics as DecoderStatistics? {
             countedErrors += s.framing.rejectedSentences + s.malformedSentences

@@ -105,6 +105,9 @@ struct FieldCursor {
     private let base: UnsafePointer<UInt8>
     private let end: Int
     private var position: Int
+    /// The address a cursor over an empty buffer uses (one byte, allocated once, never written or read:
+    /// every read checks `i < end`), so sharing it between threads is sound.
+    nonisolated(unsafe) private static let noBytes = UnsafePointer(UnsafeMutablePointer<UInt8>.allocate(capacity: 1))
     /// Number of the field that `next()` returns next, counting from 1 after the address.
     private(set) var index = 1
 
@@ -112,7 +115,9 @@ struct FieldCursor {
     ///   - bytes: the sentence after its address field's comma (or at its end).
     init(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int, sentence: StaticString) {
         self.sentence = sentence
-        self.base = bytes.baseAddress!
+        // An empty buffer may have no address: then there is nothing to read, and `hasMore` holds only
+        // for `start` 0, where `next()` reads no byte (i < end fails at once).
+        self.base = bytes.baseAddress ?? FieldCursor.noBytes
         self.end = bytes.count
         self.position = start
     }

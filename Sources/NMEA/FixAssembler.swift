@@ -221,7 +221,7 @@ public struct FixAssembler: Sendable {
             fix.magneticVariation = nil
         }
 
-        if hasPosition {
+        if hasPosition, let latitude, let longitude {
             if let k = knots { fix.speed = k * Units.metersPerSecondPerKnot } else if let k = kmh {
                 fix.speed = k * Units.metersPerSecondPerKilometerPerHour
             }
@@ -229,7 +229,7 @@ public struct FixAssembler: Sendable {
             // receiver's altitude is its assumed one; gpsd reports it too).
             if let msl = fix.altitudeMSL {
                 let separation = fix.geoidSeparation
-                    ?? GeoidModel.separation(latitude: latitude!, longitude: longitude!)
+                    ?? GeoidModel.separation(latitude: latitude, longitude: longitude)
                 fix.geoidSeparation = separation
                 fix.altitudeHAE = msl + separation
             } else {
@@ -239,7 +239,7 @@ public struct FixAssembler: Sendable {
             // (gpsd_error_model()); the track is not derived, a noisy position would make it meaningless.
             if fix.speed == nil, let prev = previous, let la0 = prev.latitude, let lo0 = prev.longitude,
                let t0 = prev.time, let t1 = fix.time, let dt = t1.seconds(since: t0), dt > 0 {
-                fix.speed = Geodesy.distance(latitude1: la0, longitude1: lo0, latitude2: latitude!, longitude2: longitude!) / dt
+                fix.speed = Geodesy.distance(latitude1: la0, longitude1: lo0, latitude2: latitude, longitude2: longitude) / dt
             }
             // Climb from successive 3D fixes, as gpsd derives it when the receiver gives none.
             if let prev = previous, prev.mode == .threeDimensional, let h0 = prev.altitudeHAE, let h1 = fix.altitudeHAE,

@@ -95,7 +95,7 @@ struct ConfigurationTests {
         #expect(c.logLevel == .debug && c.maxClients == 50 && c.clientTimeout == 120)
         #expect(c.receivers.map(\.name) == ["usb", "net", "demo"])
         #expect(c.receivers[0].source == .serial(path: "/dev/serial/by-id/usb-u-blox-if00", speed: 38400))
-        #expect(c.receivers[0].priority == 10 && c.receivers[0].staleAfter == 5 && c.receivers[0].allowMissingChecksum)
+        #expect(c.receivers[0].priority == 10 && c.receivers[0].staleAfter == .seconds(5) && c.receivers[0].allowMissingChecksum)
         #expect(c.receivers[1].source == .gpsd(host: "gpshost", port: 3000, device: "/dev/ttyACM0"))
         #expect(c.receivers[2].source == .replay(file: "/usr/share/locationd/demo.nmea", rate: 10, loop: true))
         #expect(c.policy.access == .once && c.policy.accuracy == .full)

@@ -65,7 +65,7 @@ struct ReadabilityThreadTests {
         let reader = try ReadabilityThread(fileDescriptor: ends[0], queue: queue) { readable in
             _ = Self.drain(ends[0])
             let count = calls.withLock { $0.append((monotonic(), readable)); return $0.count }
-            return count == 1 ? 0.3 : nil  // one deadline, after the first read
+            return count == 1 ? .milliseconds(300) : nil  // one deadline, after the first read
         }
         _ = write(ends[1], "x", 1)
         usleep(800_000)
@@ -100,5 +100,43 @@ struct ReadabilityThreadTests {
         usleep(200_000)
         #expect(calls.withLock { $0 } == 0)
         #expect(finished.withLock { $0 } == 1)
+    }
+}
+
+@Suite("ReadabilityThread without a descriptor: paced by deadlines alone")
+struct ReadabilityThreadPacingTests {
+    @Test("with -1 and a first deadline, the handler runs at each returned deadline, with readable = false")
+    func pacedByDeadlines() throws {
+        let queue = DispatchQueue(label: "test.pacing")
+        let calls = Mutex<[(at: Double, readable: Bool)]>([])
+        let start = monotonic()
+        let pacer = try ReadabilityThread(fileDescriptor: -1, queue: queue, firstDeadline: .milliseconds(100)) { readable in
+            let count = calls.withLock { $0.append((monotonic(), readable)); return $0.count }
+            return count < 3 ? .milliseconds(150) : nil  // three calls, then wait for nothing
+        }
+        usleep(800_000)
+        queue.sync { pacer.cancel {} }
+        let got = calls.withLock { $0 }
+        #expect(got.count == 3, "calls at \(got.map { $0.at - start })")
+        #expect(got.allSatisfy { !$0.readable })
+        if got.count == 3 {
+            let first = got[0].at - start, second = got[1].at - got[0].at, third = got[2].at - got[1].at
+            #expect(first >= 0.099 && first < 0.4, "first call \(first) s after start")
+            #expect(second >= 0.149 && second < 0.45 && third >= 0.149 && third < 0.45, "then after \(second) s and \(third) s")
+        }
+    }
+
+    @Test("a deadline already past is due at once (poll(2) must not wait forever)")
+    func pastDeadlineIsDue() throws {
+        let queue = DispatchQueue(label: "test.pacing")
+        let called = Mutex(false)
+        let pacer = try ReadabilityThread(fileDescriptor: -1, queue: queue, firstDeadline: .milliseconds(-5)) { _ in
+            called.withLock { $0 = true }
+            return nil
+        }
+        let end = monotonic() + 2
+        while !called.withLock({ $0 }) && monotonic() < end { usleep(2_000) }
+        queue.sync { pacer.cancel {} }
+        #expect(called.withLock { $0 })
     }
 }

@@ -17,7 +17,7 @@ struct ReceiverConfigurationTests {
         #expect(fixed.staleAfter == nil)
         let auto = try Self.make(["type": "serial", "path": "/dev/serial/by-id/usb-u-blox-if00", "speed": "auto", "stale-after": "500ms"])
         #expect(auto.source == .serial(path: "/dev/serial/by-id/usb-u-blox-if00", speed: nil))
-        #expect(auto.staleAfter == 0.5)
+        #expect(auto.staleAfter == .milliseconds(500))
     }
 
     @Test("gpsd defaults to localhost:2947; host:port and a device filter")
@@ -61,8 +61,8 @@ struct ReceiverConfigurationTests {
     func backoff() {
         var b = Backoff()
         let delays = (0..<8).map { _ in b.nextDelay() }
-        #expect(delays.first! <= 0.5)
-        #expect(delays.max()! <= 5)
+        #expect(delays.first! <= .milliseconds(500))
+        #expect(delays.max()! <= .seconds(5))
         #expect(delays == delays.sorted())
         b.reset()
         #expect(b.nextDelay() == delays.first!)

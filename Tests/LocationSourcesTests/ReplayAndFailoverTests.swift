@@ -13,7 +13,7 @@ struct ReplayReceiverTests {
         let name = "garmin-10x.log"
         let expected = TestCaptures.decode(TestCaptures.receiverBytes(name)).map { f -> Fix in var g = f; g.device = "demo"; return g }
         let receiver = ReplayReceiver(ReceiverConfiguration(name: "demo", source: .replay(file: TestCaptures.path(name), rate: nil, loop: false),
-                                                            staleAfter: 3600))
+                                                            staleAfter: .seconds(3600)))
         let events = EventRecorder()
         receiver.start(events.handler)
         #expect(events.wait(timeout: 10) { r in
@@ -65,6 +65,10 @@ struct ReplayReceiverTests {
 
 @Suite("Failover between receivers")
 struct FailoverTests {
+    /// The selector's clock in these tests: `at(1.5)` is 1.5 s after an arbitrary origin.
+    static let origin = ContinuousClock.now
+    static func at(_ seconds: Double) -> ContinuousClock.Instant { origin + .seconds(seconds) }
+
     static func fix(_ device: String, _ second: Int, valid: Bool = true) -> Fix {
         Fix(device: device, time: UTCTime(date: CivilDate(year: 2020, month: 1, day: 1), millisecondsOfDay: second * 1000),
             mode: valid ? .threeDimensional : .noFix, latitude: valid ? 1 : nil, longitude: valid ? 2 : nil)
@@ -73,29 +77,29 @@ struct FailoverTests {
     @Test("the higher priority wins while it has a fix; loss, silence and return switch as specified")
     func selector() {
         var s = FixSelector(receivers: [("low", 0), ("high", 10)])
-        #expect(s.fix(Self.fix("low", 1), from: "low", now: 0) == .publish(Self.fix("low", 1)))
+        #expect(s.fix(Self.fix("low", 1), from: "low", now: Self.at(0)) == .publish(Self.fix("low", 1)))
         #expect(s.selected == "low")
         // The higher-priority receiver gets a fix: it takes over at once.
-        #expect(s.fix(Self.fix("high", 1), from: "high", now: 0.1) == .publish(Self.fix("high", 1)))
-        #expect(s.fix(Self.fix("low", 2), from: "low", now: 1) == .none)
-        #expect(s.fix(Self.fix("high", 2), from: "high", now: 1.1) == .publish(Self.fix("high", 2)))
+        #expect(s.fix(Self.fix("high", 1), from: "high", now: Self.at(0.1)) == .publish(Self.fix("high", 1)))
+        #expect(s.fix(Self.fix("low", 2), from: "low", now: Self.at(1)) == .none)
+        #expect(s.fix(Self.fix("high", 2), from: "high", now: Self.at(1.1)) == .publish(Self.fix("high", 2)))
         // It loses its fix: the other one's latest fix is published at once.
-        #expect(s.fix(Self.fix("high", 3, valid: false), from: "high", now: 2.1) == .publish(Self.fix("low", 2)))
+        #expect(s.fix(Self.fix("high", 3, valid: false), from: "high", now: Self.at(2.1)) == .publish(Self.fix("low", 2)))
         #expect(s.selected == "low")
         // It returns.
-        #expect(s.fix(Self.fix("high", 4), from: "high", now: 3.1) == .publish(Self.fix("high", 4)))
+        #expect(s.fix(Self.fix("high", 4), from: "high", now: Self.at(3.1)) == .publish(Self.fix("high", 4)))
         // It falls silent: after 1.5 s without a fix, the low one is chosen.
-        _ = s.fix(Self.fix("low", 4), from: "low", now: 3.2)
-        _ = s.fix(Self.fix("low", 5), from: "low", now: 4.2)
-        #expect(s.tick(now: 4.5) == .none)
-        #expect(s.tick(now: 4.7) == .publish(Self.fix("low", 5)))
+        _ = s.fix(Self.fix("low", 4), from: "low", now: Self.at(3.2))
+        _ = s.fix(Self.fix("low", 5), from: "low", now: Self.at(4.2))
+        #expect(s.tick(now: Self.at(4.5)) == .none)
+        #expect(s.tick(now: Self.at(4.7)) == .publish(Self.fix("low", 5)))
         // It disappears (unavailable) after returning: immediate switch.
-        _ = s.fix(Self.fix("high", 6), from: "high", now: 5)
-        #expect(s.connection("high", connected: false, now: 5.1) != .none)
+        _ = s.fix(Self.fix("high", 6), from: "high", now: Self.at(5))
+        #expect(s.connection("high", connected: false, now: Self.at(5.1)) != .none)
         #expect(s.selected == "low")
         // Nobody has a fix: one no-fix is published.
-        #expect(s.connection("low", connected: false, now: 6) == .publish(Fix(device: "low", mode: .noFix)))
-        #expect(s.tick(now: 7) == .none)
+        #expect(s.connection("low", connected: false, now: Self.at(6)) == .publish(Fix(device: "low", mode: .noFix)))
+        #expect(s.tick(now: Self.at(7)) == .none)
     }
 
     @Test("two replay receivers: when the higher-priority one stops, fixes come from the other within 2 s")

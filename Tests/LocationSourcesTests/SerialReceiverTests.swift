@@ -19,7 +19,7 @@ struct SerialReceiverTests {
         let expected = TestCaptures.decode(bytes).map { fix -> Fix in var f = fix; f.device = "gnss0"; return f }
         let pty = try PseudoTerminal()
         let receiver = SerialReceiver(ReceiverConfiguration(name: "gnss0", source: .serial(path: pty.slavePath, speed: 4800),
-                                                            staleAfter: 3600))
+                                                            staleAfter: .seconds(3600)))
         let events = EventRecorder()
         receiver.start(events.handler)
         #expect(events.wait(timeout: 5) { $0.statuses.last?.state == .connected })
@@ -35,21 +35,24 @@ struct SerialReceiverTests {
         #expect(receiver.status.fixes == expected.filter(\.hasPosition).count)
     }
 
-    @Test("a line that falls silent: no-fix stale-after (0.5 s) after the last fix, not before")
+    @Test("a line that falls silent: the selector publishes a no-fix stale-after (0.5 s) after the last fix, not before")
     func silentLineGoesStale() throws {
         let bytes = TestCaptures.receiverBytes(Self.capture)
         let pty = try PseudoTerminal()
+        defer { pty.close() }
         let receiver = SerialReceiver(ReceiverConfiguration(name: "gnss0", source: .serial(path: pty.slavePath, speed: 9600),
-                                                            staleAfter: 0.5))
+                                                            staleAfter: .milliseconds(500)))
+        // The receiver only reports what it reads; whether its fix is live is the selector's to judge.
+        let set = ReceiverSet([receiver])
         let log = Mutex<[(at: Double, fix: Fix)]>([])
         let connected = Mutex(false)
-        receiver.start { event in
+        set.start { event in
             switch event {
             case .fix(let fix): log.withLock { $0.append((monotonic(), fix)) }
             case .status(let status): if status.state == .connected { connected.withLock { $0 = true } }
             }
         }
-        defer { receiver.stop() }
+        defer { set.stop() }
         let end = monotonic() + 5
         while !connected.withLock({ $0 }) && monotonic() < end { usleep(10_000) }
         feed(pty, Array(bytes.prefix(6000))).wait()
@@ -137,7 +140,7 @@ struct SerialReceiverTests {
         let bytes = TestCaptures.receiverBytes(Self.capture)
         let simulated = SimulatedPort(correctSpeed: speed)
         let receiver = SerialReceiver(ReceiverConfiguration(name: "gnss0", source: .serial(path: "/dev/simulated", speed: nil)),
-                                      opener: { _ throws(SerialPortError) in simulated.open() }, autobaudWindow: 0.3)
+                                      opener: { _ throws(SerialPortError) in simulated.open() }, autobaudWindow: .milliseconds(300))
         let events = EventRecorder()
         receiver.start(events.handler)
         let writer = simulated.stream(bytes)
@@ -154,7 +157,7 @@ struct SerialReceiverTests {
         let device = RefusingDevice()
         defer { device.release() }
         let receiver = SerialReceiver(ReceiverConfiguration(name: "gnss0", source: .serial(path: "/dev/ttyTEST", speed: nil)),
-                                      opener: { _ throws(SerialPortError) in device }, autobaudWindow: 0.3)
+                                      opener: { _ throws(SerialPortError) in device }, autobaudWindow: .milliseconds(300))
         let events = EventRecorder()
         receiver.start(events.handler)
         let unavailable = events.wait(timeout: 3) { r in

@@ -34,6 +34,13 @@ int locationd_socket_unread_bytes(int fd);
 /// path in `name`. -1 with errno on failure.
 int locationd_open_pty(char *name, size_t name_size);
 
+/// pipe2(ends, O_CLOEXEC | O_NONBLOCK) (a GNU extension): ends[0] reads, ends[1] writes. -1 with errno.
+int locationd_pipe_cloexec_nonblock(int ends[2]);
+
+/// stat(2), following links: the device and inode of the file at `path`. 0, or -1 with errno. (Swift
+/// imports `stat` as the struct only.)
+int locationd_file_identity(const char *path, uint64_t *device, uint64_t *inode);
+
 /// sock_diag (NETLINK_SOCK_DIAG, as ss(8) asks): the owning uid and inode of the TCP socket on this host
 /// whose local end is `source`:`source_port` and remote end `destination`:`destination_port`
 /// (`family` AF_INET: 4-byte addresses, AF_INET6: 16; network byte order; ports in host order).
