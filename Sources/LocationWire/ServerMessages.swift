@@ -128,7 +128,7 @@ public enum ServerMessage: Equatable, Sendable {
     }
 
     /// `AUTHORIZATION`: the client's status, its accuracy authorization and why.
-    public struct Authorization: Equatable, Sendable {
+    public struct Authorization: Hashable, Sendable {
         /// The status (`status`).
         public var status: AuthorizationStatus
         /// How precisely it may see locations; present when authorized (`accuracy`).
@@ -145,7 +145,7 @@ public enum ServerMessage: Equatable, Sendable {
     }
 
     /// `ANSWERED`: how a question ended, told to every agent.
-    public struct Answered: Equatable, Sendable {
+    public struct Answered: Hashable, Sendable {
         /// The question's id (`id`).
         public var id: Int
         /// `allowOnce`, `allowAlways`, `deny`, `timeout` or `withdrawn` (`answer`; text, so that
@@ -155,7 +155,7 @@ public enum ServerMessage: Equatable, Sendable {
         public var by: String?
 
         /// Makes the value; each parameter is the property of the same name (units there).
-        public init(id: Int, answer: String?, by: String?) {
+        public init(id: Int, answer: String?, by: String? = nil) {
             self.id = id
             self.answer = answer
             self.by = by
@@ -213,7 +213,7 @@ public struct ClientDescription: Hashable, Sendable {
 }
 
 /// One audit event (`AUDIT.events[]`; the daemon's audit file holds the same objects, one a line).
-public struct AuditRecord: Equatable, Sendable {
+public struct AuditRecord: Hashable, Sendable {
     /// When, Unix seconds (`unix`).
     public var unixTime: Double?
     /// When, UTC (`time`).
