@@ -30,6 +30,15 @@ extension ServerMessage {
                 self.expires = expires
                 self.decidedBy = decidedBy
             }
+
+            func writeMembers(to w: inout JSONObjectWriter) {
+                subject?.write(to: &w)
+                if let allowed { w.field("allowed", allowed) }
+                w.field("accuracy", accuracy?.rawValue)
+                w.field("created", created)
+                w.field("expires", expires)
+                w.field("decidedBy", decidedBy)
+            }
         }
 
         /// A pre-approved one-time grant: the next connection of the subject asking for one-time access
@@ -51,6 +60,13 @@ extension ServerMessage {
                 self.accuracy = accuracy
                 self.created = created
                 self.expires = expires
+            }
+
+            func writeMembers(to w: inout JSONObjectWriter) {
+                subject?.write(to: &w)
+                w.field("accuracy", accuracy?.rawValue)
+                w.field("created", created)
+                w.field("expires", expires)
             }
         }
 
@@ -82,6 +98,16 @@ extension ServerMessage {
                 self.granted = granted
                 self.expires = expires
             }
+
+            func writeMembers(to w: inout JSONObjectWriter) {
+                w.field("pid", pid)
+                w.field("uid", uid)
+                w.field("exe", executable)
+                w.field("unit", unit)
+                w.field("accuracy", accuracy?.rawValue)
+                w.field("granted", granted)
+                w.field("expires", expires)
+            }
         }
 
         /// Stored decisions, in the daemon's order (`persistent`).
@@ -99,41 +125,9 @@ extension ServerMessage {
         }
 
         func writeMembers(to w: inout JSONObjectWriter) {
-            w.beginArray("persistent")
-            for g in persistent {
-                w.beginElement()
-                g.subject?.write(to: &w)
-                if let allowed = g.allowed { w.field("allowed", allowed) }
-                w.field("accuracy", g.accuracy?.rawValue)
-                w.field("created", g.created)
-                w.field("expires", g.expires)
-                w.field("decidedBy", g.decidedBy)
-                w.endElement()
-            }
-            w.endArray()
-            w.beginArray("preapproved")
-            for p in preapproved {
-                w.beginElement()
-                p.subject?.write(to: &w)
-                w.field("accuracy", p.accuracy?.rawValue)
-                w.field("created", p.created)
-                w.field("expires", p.expires)
-                w.endElement()
-            }
-            w.endArray()
-            w.beginArray("once")
-            for o in once {
-                w.beginElement()
-                w.field("pid", o.pid)
-                w.field("uid", o.uid)
-                w.field("exe", o.executable)
-                w.field("unit", o.unit)
-                w.field("accuracy", o.accuracy?.rawValue)
-                w.field("granted", o.granted)
-                w.field("expires", o.expires)
-                w.endElement()
-            }
-            w.endArray()
+            w.objects("persistent", persistent) { $0.writeMembers(to: &$1) }
+            w.objects("preapproved", preapproved) { $0.writeMembers(to: &$1) }
+            w.objects("once", once) { $0.writeMembers(to: &$1) }
         }
     }
 }

@@ -183,6 +183,21 @@ extension ServerMessage {
                 self.lastFixTime = lastFixTime
                 self.priority = priority
             }
+
+            func writeMembers(to w: inout JSONObjectWriter) {
+                w.field("name", name)
+                w.field("type", type)
+                w.field("path", path)
+                w.field("state", state)
+                w.field("reason", reason)
+                w.field("speed", speed)
+                w.field("connectedSince", connectedSince)
+                w.field("sentences", sentences)
+                w.field("fixes", fixes)
+                w.field("errors", errors)
+                if let t = lastFixTime, t.date != nil { w.field("lastFixTime", t) }
+                w.field("priority", priority)
+            }
         }
 
         /// Current fix mode; at most 2D for reduced accuracy, nil for a client that may not see the
@@ -203,24 +218,7 @@ extension ServerMessage {
         func writeMembers(to w: inout JSONObjectWriter) {
             if let mode { w.field("mode", mode.rawValue) }
             w.field("clients", clients)
-            w.beginArray("receivers")
-            for r in receivers {
-                w.beginElement()
-                w.field("name", r.name)
-                w.field("type", r.type)
-                w.field("path", r.path)
-                w.field("state", r.state)
-                w.field("reason", r.reason)
-                w.field("speed", r.speed)
-                w.field("connectedSince", r.connectedSince)
-                w.field("sentences", r.sentences)
-                w.field("fixes", r.fixes)
-                w.field("errors", r.errors)
-                if let t = r.lastFixTime, t.date != nil { w.field("lastFixTime", t) }
-                w.field("priority", r.priority)
-                w.endElement()
-            }
-            w.endArray()
+            w.objects("receivers", receivers) { $0.writeMembers(to: &$1) }
         }
     }
 

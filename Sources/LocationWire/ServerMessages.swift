@@ -292,13 +292,7 @@ extension ServerMessage {
             w.field("fix", s.fix)
             w.field("reason", s.reason)
         case .poll(let poll):
-            w.beginArray("tpv")
-            for tpv in poll.tpv {
-                w.beginElement()
-                tpv.writeMembers(to: &w)
-                w.endElement()
-            }
-            w.endArray()
+            w.objects("tpv", poll.tpv) { $0.writeMembers(to: &$1) }
         case .tpv, .agent:
             break
         case .status(let s):
@@ -316,13 +310,7 @@ extension ServerMessage {
         case .grants(let g):
             g.writeMembers(to: &w)
         case .audit(let audit):
-            w.beginArray("events")
-            for event in audit.events {
-                w.beginElement()
-                event.writeMembers(to: &w)
-                w.endElement()
-            }
-            w.endArray()
+            w.objects("events", audit.events) { $0.writeMembers(to: &$1) }
         }
         w.end()
         w.append(to: &out)
