@@ -39,12 +39,12 @@ let package = Package(
         // The Swift client library for programs that consume location (docs/PROTOCOL.md).
         .target(name: "LocationClient", dependencies: ["LocationWire", "LocationPosix", "LocationCore"]),
         .executableTarget(name: "locationctl", dependencies: ["NMEA", "LocationWire", "LocationCore", "LocationClient"]),
-        .testTarget(name: "NMEATests", dependencies: ["NMEA", "LocationCore", "LocationWire"]),
+        .testTarget(name: "NMEATests", dependencies: ["NMEA", "LocationCore", "LocationWire", "TestSupport"]),
         .testTarget(name: "LocationClientTests", dependencies: ["LocationClient", "LocationPosix", "LocationWire", "LocationCore", "TestSupport"]),
         .testTarget(name: "LocationWireTests", dependencies: ["LocationWire", "LocationCore"]),
         .target(name: "TestSupport", dependencies: ["LocationPosix"], path: "Tests/TestSupport"),
         .testTarget(name: "LocationServerTests", dependencies: ["LocationServer", "LocationSources", "LocationWire", "LocationPosix", "LocationCore", "NMEA", "LocationPolicy", "TestSupport"]),
-        .testTarget(name: "LocationPolicyTests", dependencies: ["LocationPolicy", "LocationCore", "LocationWire"]),
+        .testTarget(name: "LocationPolicyTests", dependencies: ["LocationPolicy", "LocationCore", "LocationWire", "TestSupport"]),
         .testTarget(name: "LocationSourcesTests", dependencies: ["LocationSources", "LocationPosix", "NMEA", "LocationCore"]),
         // The systemd units, socket activation, readiness/watchdog, reload and install, on the real binary.
         .testTarget(name: "SystemdTests", dependencies: ["LocationPosix", "TestSupport"]),

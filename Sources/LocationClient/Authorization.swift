@@ -14,29 +14,37 @@ public typealias AccuracyAuthorization = LocationWire.AccuracyAuthorization
 /// An agent's answer to a question (`ANSWER.answer`): `.allowOnce`, `.allowAlways` or `.deny`.
 public typealias AgentAnswer = LocationWire.AnswerChoice
 
-/// A client's authorization as the daemon stated it: the `AUTHORIZATION` object.
+/// A client's authorization as the daemon stated it, the `AUTHORIZATION` object: LocationWire's
+/// `ServerMessage.Authorization`, whose members read through this value — `status`; `accuracy`, how
+/// precisely it may see locations (Core Location's `accuracyAuthorization`), nil unless authorized;
+/// `reason`, e.g. `"one-time grant for this connection"` or `"no agent is running to ask"` — with the
+/// line it came in.
+@dynamicMemberLookup
 public struct Authorization: Hashable, Sendable {
-    /// The status.
-    public var status: AuthorizationStatus
-    /// How precisely it may see locations (Core Location's `accuracyAuthorization`); nil unless
-    /// authorized.
-    public var accuracy: AccuracyAuthorization?
-    /// Why, in the daemon's words, e.g. `"one-time grant for this connection"` or
-    /// `"no agent is running to ask"`; nil when the daemon gave none.
-    public var reason: String?
+    /// The authorization as LocationWire decoded it.
+    public var message: ServerMessage.Authorization
     /// The `AUTHORIZATION` object as the server sent it, one line without the newline; nil for values
     /// made in code.
     public var json: String?
 
-    /// Makes an authorization value.
-    public init(status: AuthorizationStatus, accuracy: AccuracyAuthorization? = nil, reason: String? = nil,
-                json: String? = nil) {
-        self.status = status
-        self.accuracy = accuracy
-        self.reason = reason
+    /// Makes an authorization value from the message.
+    public init(_ message: ServerMessage.Authorization, json: String? = nil) {
+        self.message = message
         self.json = json
     }
 
+    /// Makes an authorization value; each parameter is the message member of the same name.
+    public init(status: AuthorizationStatus, accuracy: AccuracyAuthorization? = nil, reason: String? = nil,
+                json: String? = nil) {
+        self.init(ServerMessage.Authorization(status: status, accuracy: accuracy, reason: reason), json: json)
+    }
+
+    /// A member of the authorization (`ServerMessage.Authorization`), e.g. `authorization.status`.
+    public subscript<Value>(dynamicMember member: WritableKeyPath<ServerMessage.Authorization, Value>) -> Value {
+        get { message[keyPath: member] }
+        set { message[keyPath: member] = newValue }
+    }
+
     /// True when the daemon sends this client locations (`status.isAuthorized`).
-    public var isAuthorized: Bool { status.isAuthorized }
+    public var isAuthorized: Bool { message.status.isAuthorized }
 }

@@ -43,7 +43,7 @@ extension Connection {
         case "ANSWERED":
             guard case .answered(let reply)? = line.message else { return }
             resolve(replyClass, id: reply.id, with: .success(line))
-            deliverToAgent(.answered(reply.notice))
+            deliverToAgent(.answered(reply))
         case "ERROR":
             let error = serverError(line)
             guard case let .server(request, _) = error else { return }

@@ -119,7 +119,7 @@ extension LocationClient {
         guard case .answered(let reply)? = line.message else {
             throw LocationClientError.invalidReply("unreadable ANSWERED")
         }
-        return reply.notice
+        return reply
     }
 
     // MARK: - Administration

@@ -2,8 +2,7 @@ import LocationCore
 import LocationWire
 
 // The server's lines as this library reads them: LocationWire's decoder (`ServerMessage.decode`), then
-// the public values. Members the daemon may leave out are optional there; where this library's values
-// need one, an absent member reads as "?" (names, states) or 0 (counts), as it always did.
+// the public values, which are LocationWire's messages with the line they came in.
 
 /// One line from the server: its bytes (without the newline) and what LocationWire read in them.
 struct ServerLine: Sendable {
@@ -47,62 +46,27 @@ extension ServerMessage.TPV {
 }
 
 extension ServerMessage.Status {
-    /// The public value; receivers without a name are reported as `"?"`.
-    func status(json: String?) -> DaemonStatus {
-        let list = receivers.map { r in
-            DaemonStatus.Receiver(name: r.name ?? "?", type: r.type ?? "?", path: r.path, state: r.state ?? "?",
-                                  reason: r.reason, speed: r.speed, connectedSince: r.connectedSince,
-                                  sentences: r.sentences ?? 0, fixes: r.fixes, errors: r.errors ?? 0,
-                                  lastFixTime: r.lastFixTime, priority: r.priority ?? 0)
-        }
-        return DaemonStatus(mode: mode, clients: clients ?? 0, receivers: list, json: json)
-    }
+    func status(json: String?) -> DaemonStatus { DaemonStatus(self, json: json) }
 }
 
 extension ServerMessage.Authorization {
-    func authorization(json: String?) -> Authorization {
-        Authorization(status: status, accuracy: accuracy, reason: reason, json: json)
-    }
+    func authorization(json: String?) -> Authorization { Authorization(self, json: json) }
 }
 
 extension ServerMessage.Ask {
-    func question(json: String?) -> AgentQuestion {
-        AgentQuestion(id: id, client: client ?? ClientDescription(), request: request ?? "?",
-                      accuracy: accuracy, purposeKey: purposeKey, purpose: purpose, timeout: timeout, json: json)
-    }
-}
-
-extension ServerMessage.Answered {
-    var notice: AnsweredNotice { AnsweredNotice(id: id, answer: answer ?? "?", by: by) }
+    func question(json: String?) -> AgentQuestion { AgentQuestion(self, json: json) }
 }
 
 extension ServerMessage.Grants {
-    /// The public value; stored entries without a subject are left out.
+    /// The public value; entries without a subject (which a grant always has) are left out.
     func list(json: String?) -> GrantList {
-        GrantList(
-            persistent: persistent.compactMap { e in
-                e.subject.map {
-                    GrantList.Persistent(subject: $0, allowed: e.allowed ?? false, accuracy: e.accuracy,
-                                         created: e.created, expires: e.expires, decidedBy: e.decidedBy)
-                }
-            },
-            preapproved: preapproved.compactMap { e in
-                e.subject.map {
-                    GrantList.Preapproval(subject: $0, accuracy: e.accuracy, created: e.created,
-                                          expires: e.expires)
-                }
-            },
-            once: once.map { e in
-                GrantList.OneTime(pid: e.pid, uid: e.uid, executable: e.executable, unit: e.unit, accuracy: e.accuracy,
-                                  granted: e.granted, expires: e.expires)
-            },
-            json: json)
+        var named = self
+        named.persistent.removeAll { $0.subject == nil }
+        named.preapproved.removeAll { $0.subject == nil }
+        return GrantList(named, json: json)
     }
 }
 
 extension AuditRecord {
-    func event(json: String?) -> AuditEvent {
-        AuditEvent(time: time, unixTime: unixTime, event: event ?? "?", client: client, request: request,
-                   status: status, accuracy: accuracy, reason: reason, json: json)
-    }
+    func event(json: String?) -> AuditEvent { AuditEvent(self, json: json) }
 }

@@ -92,3 +92,28 @@ extension JSONValue {
         return value
     }
 }
+
+// Typed reading of an object's members, shared by `RequestParser` and `ServerMessage.decode`; each
+// words a failure its own way.
+extension JSONValue {
+    /// The string; nil for other values.
+    var stringValue: String? { if case .string(let s) = self { return s } else { return nil } }
+
+    /// The boolean; nil for other values.
+    var boolValue: Bool? { if case .bool(let b) = self { return b } else { return nil } }
+
+    /// The number as an Int, however written (`7`, `7.0`, `7e0`; `RequestParser.integer`); nil for other
+    /// values and for numbers that are not a whole Int.
+    var integerValue: Int? { if case .number(let text) = self { return RequestParser.integer(text) } else { return nil } }
+
+    /// True for a number, whether or not a Swift type can hold it.
+    var isNumber: Bool { if case .number = self { return true } else { return false } }
+}
+
+extension Dictionary where Key == String, Value == JSONValue {
+    /// The member named `key`; nil when absent or `null` (both protocols read `null` as "none").
+    func present(_ key: String) -> JSONValue? {
+        guard let v = self[key], v != .null else { return nil }
+        return v
+    }
+}

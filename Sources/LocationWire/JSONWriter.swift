@@ -168,6 +168,19 @@ public struct JSONObjectWriter {
         first = false
     }
 
+    /// An array member of objects, one per item in order, each item's members written by `writeMembers`;
+    /// `"name":[]` for none. The one loop behind every array of objects the server's messages carry.
+    mutating func objects<Item>(_ name: StaticString, _ items: [Item],
+                                _ writeMembers: (Item, inout JSONObjectWriter) -> Void) {
+        beginArray(name)
+        for item in items {
+            beginElement()
+            writeMembers(item, &self)
+            endElement()
+        }
+        endArray()
+    }
+
     /// Starts an object member named `name`; its members follow, then `endObject()`.
     mutating func beginObject(_ name: StaticString) {
         key(name)

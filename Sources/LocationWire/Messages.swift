@@ -36,40 +36,8 @@ extension ServerMessage {
     }
 }
 
-/// One receiver's line in a `STATUS` reply.
-public struct ReceiverReport: Sendable, Equatable {
-    public var name: String
-    public var type: String
-    public var path: String
-    /// `starting`, `connected`, `unavailable`, `stopped`.
-    public var state: String
-    public var reason: String?
-    public var speed: Int?
-    /// Unix seconds.
-    public var connectedSince: Double?
-    public var sentences: Int
-    public var fixes: Int
-    public var errors: Int
-    public var lastFixTime: UTCTime?
-    public var priority: Int
-
-    public init(name: String, type: String, path: String, state: String, reason: String? = nil, speed: Int? = nil,
-                connectedSince: Double? = nil, sentences: Int = 0, fixes: Int = 0, errors: Int = 0,
-                lastFixTime: UTCTime? = nil, priority: Int = 0) {
-        self.name = name
-        self.type = type
-        self.path = path
-        self.state = state
-        self.reason = reason
-        self.speed = speed
-        self.connectedSince = connectedSince
-        self.sentences = sentences
-        self.fixes = fixes
-        self.errors = errors
-        self.lastFixTime = lastFixTime
-        self.priority = priority
-    }
-}
+/// One receiver's line in a `STATUS` reply, as the daemon builds it: the message's own receiver value.
+public typealias ReceiverReport = ServerMessage.Status.Receiver
 
 extension ServerMessage {
     /// `STATUS` reply.
@@ -79,11 +47,11 @@ extension ServerMessage {
     ///   - fixDetails: whether to give each receiver's `fixes` count and `lastFixTime` (the timing of
     ///     fixes, for clients that may see them at full accuracy).
     public static func status(mode: FixMode?, clients: Int, receivers: [ReceiverReport], fixDetails: Bool = true) -> [UInt8] {
-        let list = receivers.map { r in
-            Status.Receiver(name: r.name, type: r.type, path: r.path, state: r.state, reason: r.reason, speed: r.speed,
-                            connectedSince: r.connectedSince.map { UTCTime(unixSeconds: $0) }, sentences: r.sentences,
-                            fixes: fixDetails ? r.fixes : nil, errors: r.errors,
-                            lastFixTime: fixDetails ? r.lastFixTime : nil, priority: r.priority)
+        let list = fixDetails ? receivers : receivers.map { r in
+            var shown = r
+            shown.fixes = nil
+            shown.lastFixTime = nil
+            return shown
         }
         return ServerMessage.status(Status(mode: mode, clients: clients, receivers: list)).encoded()
     }

@@ -234,33 +234,22 @@ public enum RequestParser {
         /// - Throws: `RequestError` for `request`: "KEY must be true or false" / "a number" / "a string" /
         ///   "Int", or "invalid JSON" for a number the member's type cannot hold.
         init(_ object: [String: JSONValue], request: String) throws(RequestError) {
-            func value(_ key: String) -> JSONValue? { object[key].flatMap { $0 == .null ? nil : $0 } }
-            func mismatch(_ key: String, _ type: String) -> RequestError {
-                RequestError(request: request, message: "\(key) must be \(type)")
+            /// The member read by `read`: nil when absent or `null`; "KEY must be `type`" when of another
+            /// JSON type; "invalid JSON" for a number a `numeric` member's type cannot hold (as JSONDecoder
+            /// reported it).
+            func member<T>(_ key: String, _ type: String, numeric: Bool = false,
+                           _ read: (JSONValue) -> T?) throws(RequestError) -> T? {
+                guard let v = object.present(key) else { return nil }
+                guard let t = read(v) else {
+                    throw RequestError(request: request, message: numeric && v.isNumber ? "invalid JSON" : "\(key) must be \(type)")
+                }
+                return t
             }
-            func bool(_ key: String) throws(RequestError) -> Bool? {
-                guard let v = value(key) else { return nil }
-                guard case .bool(let b) = v else { throw mismatch(key, "true or false") }
-                return b
-            }
-            func string(_ key: String) throws(RequestError) -> String? {
-                guard let v = value(key) else { return nil }
-                guard case .string(let s) = v else { throw mismatch(key, "a string") }
-                return s
-            }
-            func double(_ key: String) throws(RequestError) -> Double? {
-                guard let v = value(key) else { return nil }
-                guard case .number = v else { throw mismatch(key, "a number") }
-                guard let d = v.doubleValue else { throw RequestError(request: request, message: "invalid JSON") }
-                return d
-            }
-            func integer(_ key: String) throws(RequestError) -> Int? {
-                guard let v = value(key) else { return nil }
-                // "Int" is the Swift type's name, as JSONDecoder's type mismatch printed it.
-                guard case .number(let text) = v else { throw mismatch(key, "Int") }
-                guard let i = RequestParser.integer(text) else { throw RequestError(request: request, message: "invalid JSON") }
-                return i
-            }
+            func bool(_ key: String) throws(RequestError) -> Bool? { try member(key, "true or false") { $0.boolValue } }
+            func string(_ key: String) throws(RequestError) -> String? { try member(key, "a string") { $0.stringValue } }
+            func double(_ key: String) throws(RequestError) -> Double? { try member(key, "a number", numeric: true) { $0.doubleValue } }
+            // "Int" is the Swift type's name, as JSONDecoder's type mismatch printed it.
+            func integer(_ key: String) throws(RequestError) -> Int? { try member(key, "Int", numeric: true) { $0.integerValue } }
             enable = try bool("enable")
             minInterval = try double("minInterval")
             distanceFilter = try double("distanceFilter")

@@ -60,13 +60,13 @@ extension ServerMessage {
             return .tpv(try TPV(m))
         case "STATUS":
             let receivers = try m.objects("receivers").map { r throws(ServerMessageError) in
-                Status.Receiver(name: try r.string("name"), type: try r.string("type"), path: try r.string("path"),
-                                state: try r.string("state"), reason: try r.string("reason"), speed: try r.integer("speed"),
-                                connectedSince: try r.time("connectedSince"), sentences: try r.integer("sentences"),
-                                fixes: try r.integer("fixes"), errors: try r.integer("errors"),
-                                lastFixTime: try r.time("lastFixTime"), priority: try r.integer("priority"))
+                Status.Receiver(name: try r.string("name") ?? "?", type: try r.string("type") ?? "?", path: try r.string("path"),
+                                state: try r.string("state") ?? "?", reason: try r.string("reason"), speed: try r.integer("speed"),
+                                connectedSince: try r.time("connectedSince"), sentences: try r.integer("sentences") ?? 0,
+                                fixes: try r.integer("fixes"), errors: try r.integer("errors") ?? 0,
+                                lastFixTime: try r.time("lastFixTime"), priority: try r.integer("priority") ?? 0)
             }
-            return .status(Status(mode: try m.fixMode("mode"), clients: try m.integer("clients"), receivers: receivers))
+            return .status(Status(mode: try m.fixMode("mode"), clients: try m.integer("clients") ?? 0, receivers: receivers))
         case "AUTHORIZATION":
             guard let status = try m.enumeration("status", AuthorizationStatus.self) else {
                 throw m.error("status", "is missing")
@@ -165,10 +165,12 @@ struct MemberReader {
         ServerMessageError(className: className, message: "\(path).\(key) \(problem)")
     }
 
-    /// The member, nil when absent or `null`.
-    private func value(_ key: String) -> JSONValue? {
-        guard let v = members[key], v != .null else { return nil }
-        return v
+    /// The member read by `read`; nil when absent or `null`.
+    /// - Throws: "KEY must be `type`" when present but `read` gives nil.
+    private func member<T>(_ key: String, _ type: String, _ read: (JSONValue) -> T?) throws(ServerMessageError) -> T? {
+        guard let v = members.present(key) else { return nil }
+        guard let t = read(v) else { throw error(key, "must be \(type)") }
+        return t
     }
 
     func required<T>(_ value: T?, _ key: String) throws(ServerMessageError) -> T {
@@ -176,30 +178,14 @@ struct MemberReader {
         return value
     }
 
-    func string(_ key: String) throws(ServerMessageError) -> String? {
-        guard let v = value(key) else { return nil }
-        guard case .string(let s) = v else { throw error(key, "must be a string") }
-        return s
-    }
+    func string(_ key: String) throws(ServerMessageError) -> String? { try member(key, "a string") { $0.stringValue } }
 
-    func bool(_ key: String) throws(ServerMessageError) -> Bool? {
-        guard let v = value(key) else { return nil }
-        guard case .bool(let b) = v else { throw error(key, "must be true or false") }
-        return b
-    }
+    func bool(_ key: String) throws(ServerMessageError) -> Bool? { try member(key, "true or false") { $0.boolValue } }
 
-    func number(_ key: String) throws(ServerMessageError) -> Double? {
-        guard let v = value(key) else { return nil }
-        guard let d = v.doubleValue else { throw error(key, "must be a number") }
-        return d
-    }
+    func number(_ key: String) throws(ServerMessageError) -> Double? { try member(key, "a number") { $0.doubleValue } }
 
     /// An integer, however written (`7`, `7.0`, `7e0`), as `RequestParser` reads one.
-    func integer(_ key: String) throws(ServerMessageError) -> Int? {
-        guard let v = value(key) else { return nil }
-        guard case .number(let text) = v, let i = RequestParser.integer(text) else { throw error(key, "must be an integer") }
-        return i
-    }
+    func integer(_ key: String) throws(ServerMessageError) -> Int? { try member(key, "an integer") { $0.integerValue } }
 
     func time(_ key: String) throws(ServerMessageError) -> UTCTime? {
         guard let text = try string(key) else { return nil }
@@ -228,14 +214,14 @@ struct MemberReader {
     }
 
     func object(_ key: String) throws(ServerMessageError) -> MemberReader? {
-        guard let v = value(key) else { return nil }
-        guard case .object(let o) = v else { throw error(key, "must be an object") }
-        return MemberReader(o, path: "\(path).\(key)")
+        try member(key, "an object") { v in
+            if case .object(let o) = v { MemberReader(o, path: "\(path).\(key)") } else { nil }
+        }
     }
 
     /// The elements of an array of objects; absent reads as empty.
     func objects(_ key: String) throws(ServerMessageError) -> [MemberReader] {
-        guard let v = value(key) else { return [] }
+        guard let v = members.present(key) else { return [] }
         guard case .array(let items) = v else { throw error(key, "must be an array of objects") }
         var readers: [MemberReader] = []
         for item in items {

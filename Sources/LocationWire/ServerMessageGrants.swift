@@ -1,10 +1,11 @@
 import LocationCore
 
 extension ServerMessage {
-    /// `GRANTS`: the reply to `GRANTS`, `GRANT` and `REVOKE`.
-    public struct Grants: Equatable, Sendable {
+    /// `GRANTS`: the reply to `GRANTS`, `GRANT` and `REVOKE`; `LocationClient` hands it out as
+    /// `GrantList`, its entries as they are here.
+    public struct Grants: Hashable, Sendable {
         /// A stored decision (`persistent[]`).
-        public struct Stored: Equatable, Sendable {
+        public struct Stored: Hashable, Sendable {
             /// Whom it is about (`executable` or `unit`, with `user` when for that user's program only,
             /// or `user` alone); nil when the entry names none.
             public var subject: GrantTarget?
@@ -16,11 +17,11 @@ extension ServerMessage {
             public var created: UTCTime?
             /// When it expires, UTC; nil: never (`expires`).
             public var expires: UTCTime?
-            /// Who decided, e.g. `"agent root (uid 0)"` (`decidedBy`).
+            /// Who decided, e.g. `"agent root (uid 0)"`, `"administrator root (uid 0)"` (`decidedBy`).
             public var decidedBy: String?
 
             /// Makes the value; each parameter is the property of the same name (units there).
-            public init(subject: GrantTarget?, allowed: Bool?, accuracy: AccuracyAuthorization?,
+            public init(subject: GrantTarget?, allowed: Bool?, accuracy: AccuracyAuthorization? = nil,
                         created: UTCTime? = nil, expires: UTCTime? = nil, decidedBy: String? = nil) {
                 self.subject = subject
                 self.allowed = allowed
@@ -29,31 +30,48 @@ extension ServerMessage {
                 self.expires = expires
                 self.decidedBy = decidedBy
             }
+
+            func writeMembers(to w: inout JSONObjectWriter) {
+                subject?.write(to: &w)
+                if let allowed { w.field("allowed", allowed) }
+                w.field("accuracy", accuracy?.rawValue)
+                w.field("created", created)
+                w.field("expires", expires)
+                w.field("decidedBy", decidedBy)
+            }
         }
 
-        /// A pre-approved one-time grant (`preapproved[]`).
-        public struct Preapproved: Equatable, Sendable {
+        /// A pre-approved one-time grant: the next connection of the subject asking for one-time access
+        /// gets it without an agent (`preapproved[]`).
+        public struct Preapproved: Hashable, Sendable {
             /// Whom it is about (the subject members, as `Stored.subject`).
             public var subject: GrantTarget?
             /// The accuracy it grants (`accuracy`).
             public var accuracy: AccuracyAuthorization?
             /// When it was made, UTC (`created`).
             public var created: UTCTime?
-            /// When it lapses unused, UTC (`expires`).
+            /// When it lapses unused, UTC; nil: never (`expires`).
             public var expires: UTCTime?
 
             /// Makes the value; each parameter is the property of the same name (units there).
-            public init(subject: GrantTarget?, accuracy: AccuracyAuthorization?, created: UTCTime? = nil,
+            public init(subject: GrantTarget?, accuracy: AccuracyAuthorization? = nil, created: UTCTime? = nil,
                         expires: UTCTime? = nil) {
                 self.subject = subject
                 self.accuracy = accuracy
                 self.created = created
                 self.expires = expires
             }
+
+            func writeMembers(to w: inout JSONObjectWriter) {
+                subject?.write(to: &w)
+                w.field("accuracy", accuracy?.rawValue)
+                w.field("created", created)
+                w.field("expires", expires)
+            }
         }
 
         /// A live one-time grant of a connected client (`once[]`).
-        public struct OneTime: Equatable, Sendable {
+        public struct OneTime: Hashable, Sendable {
             /// Process id (`pid`).
             public var pid: Int?
             /// User id (`uid`).
@@ -66,12 +84,12 @@ extension ServerMessage {
             public var accuracy: AccuracyAuthorization?
             /// When it was granted, UTC (`granted`).
             public var granted: UTCTime?
-            /// When it ends at the latest, UTC (`expires`).
+            /// When it ends at the latest (the daemon's `once-lifetime`), UTC (`expires`).
             public var expires: UTCTime?
 
             /// Makes the value; each parameter is the property of the same name (units there).
-            public init(pid: Int?, uid: Int?, executable: String? = nil, unit: String? = nil,
-                        accuracy: AccuracyAuthorization?, granted: UTCTime? = nil, expires: UTCTime? = nil) {
+            public init(pid: Int? = nil, uid: Int? = nil, executable: String? = nil, unit: String? = nil,
+                        accuracy: AccuracyAuthorization? = nil, granted: UTCTime? = nil, expires: UTCTime? = nil) {
                 self.pid = pid
                 self.uid = uid
                 self.executable = executable
@@ -79,6 +97,16 @@ extension ServerMessage {
                 self.accuracy = accuracy
                 self.granted = granted
                 self.expires = expires
+            }
+
+            func writeMembers(to w: inout JSONObjectWriter) {
+                w.field("pid", pid)
+                w.field("uid", uid)
+                w.field("exe", executable)
+                w.field("unit", unit)
+                w.field("accuracy", accuracy?.rawValue)
+                w.field("granted", granted)
+                w.field("expires", expires)
             }
         }
 
@@ -97,41 +125,9 @@ extension ServerMessage {
         }
 
         func writeMembers(to w: inout JSONObjectWriter) {
-            w.beginArray("persistent")
-            for g in persistent {
-                w.beginElement()
-                g.subject?.write(to: &w)
-                if let allowed = g.allowed { w.field("allowed", allowed) }
-                w.field("accuracy", g.accuracy?.rawValue)
-                w.field("created", g.created)
-                w.field("expires", g.expires)
-                w.field("decidedBy", g.decidedBy)
-                w.endElement()
-            }
-            w.endArray()
-            w.beginArray("preapproved")
-            for p in preapproved {
-                w.beginElement()
-                p.subject?.write(to: &w)
-                w.field("accuracy", p.accuracy?.rawValue)
-                w.field("created", p.created)
-                w.field("expires", p.expires)
-                w.endElement()
-            }
-            w.endArray()
-            w.beginArray("once")
-            for o in once {
-                w.beginElement()
-                w.field("pid", o.pid)
-                w.field("uid", o.uid)
-                w.field("exe", o.executable)
-                w.field("unit", o.unit)
-                w.field("accuracy", o.accuracy?.rawValue)
-                w.field("granted", o.granted)
-                w.field("expires", o.expires)
-                w.endElement()
-            }
-            w.endArray()
+            w.objects("persistent", persistent) { $0.writeMembers(to: &$1) }
+            w.objects("preapproved", preapproved) { $0.writeMembers(to: &$1) }
+            w.objects("once", once) { $0.writeMembers(to: &$1) }
         }
     }
 }

@@ -131,39 +131,45 @@ extension ServerMessage {
         }
     }
 
-    /// `STATUS` reply: the fix mode this client may know, clients, receivers.
-    public struct Status: Equatable, Sendable {
-        /// One configured receiver (`receivers[]`).
-        public struct Receiver: Equatable, Sendable {
-            /// Config section name (`name`).
-            public var name: String?
+    /// `STATUS` reply: the fix mode this client may know, clients, receivers. `LocationClient` hands it
+    /// out as `DaemonStatus`, the daemon builds its receivers as `ReceiverReport`s: one definition.
+    public struct Status: Hashable, Sendable {
+        /// One configured receiver (`receivers[]`). The daemon always sends `name`, `type`, `state` and
+        /// the counts; a line without one reads as `"?"` (texts) or 0 (counts), so that the receiver
+        /// still shows.
+        public struct Receiver: Hashable, Sendable {
+            /// Config section name, e.g. `gnss0` (`name`).
+            public var name: String
             /// `serial`, `gpsd` or `replay` (`type`).
-            public var type: String?
-            /// Device, `host:port` or file (`path`).
+            public var type: String
+            /// Device path (serial), `host:port` (gpsd) or file (replay); nil when not given (`path`).
             public var path: String?
-            /// `starting`, `connected`, `unavailable`, `stopped` (`state`).
-            public var state: String?
-            /// Why it is unavailable (`reason`).
+            /// `starting`, `connected`, `unavailable` or `stopped` (`state`; text, so that states a newer
+            /// daemon adds still show).
+            public var state: String
+            /// Why it is unavailable, when it is (`reason`).
             public var reason: String?
             /// Serial line speed, bit/s (`speed`).
             public var speed: Int?
             /// When it connected, UTC (`connectedSince`).
             public var connectedSince: UTCTime?
-            /// NMEA sentences read since start (`sentences`).
-            public var sentences: Int?
-            /// Fixes since start; only for clients with full accuracy, and admins (`fixes`).
+            /// NMEA sentences read since the daemon started (`sentences`).
+            public var sentences: Int
+            /// Fixes since the daemon started; nil for a client that may not see fix timing (only clients
+            /// with full accuracy, and admins, do) (`fixes`).
             public var fixes: Int?
-            /// Errors since start (`errors`).
-            public var errors: Int?
-            /// Time of its last fix, UTC; as `fixes` (`lastFixTime`).
+            /// Errors (bad checksums, garbled lines, read failures) since the daemon started (`errors`).
+            public var errors: Int
+            /// Time of its last fix, UTC; nil when there was none, or as `fixes` (`lastFixTime`).
             public var lastFixTime: UTCTime?
-            /// Higher wins while it has a fix (`priority`).
-            public var priority: Int?
+            /// Failover priority: higher wins while it has a fix (`priority`).
+            public var priority: Int
 
-            /// Makes the value; each parameter is the property of the same name (units there).
-            public init(name: String?, type: String?, path: String? = nil, state: String?, reason: String? = nil,
-                        speed: Int? = nil, connectedSince: UTCTime? = nil, sentences: Int? = nil, fixes: Int? = nil,
-                        errors: Int? = nil, lastFixTime: UTCTime? = nil, priority: Int? = nil) {
+            /// Makes the value; each parameter is the property of the same name (units there); counts
+            /// default to 0.
+            public init(name: String, type: String, path: String? = nil, state: String, reason: String? = nil,
+                        speed: Int? = nil, connectedSince: UTCTime? = nil, sentences: Int = 0, fixes: Int? = 0,
+                        errors: Int = 0, lastFixTime: UTCTime? = nil, priority: Int = 0) {
                 self.name = name
                 self.type = type
                 self.path = path
@@ -177,18 +183,33 @@ extension ServerMessage {
                 self.lastFixTime = lastFixTime
                 self.priority = priority
             }
+
+            func writeMembers(to w: inout JSONObjectWriter) {
+                w.field("name", name)
+                w.field("type", type)
+                w.field("path", path)
+                w.field("state", state)
+                w.field("reason", reason)
+                w.field("speed", speed)
+                w.field("connectedSince", connectedSince)
+                w.field("sentences", sentences)
+                w.field("fixes", fixes)
+                w.field("errors", errors)
+                if let t = lastFixTime, t.date != nil { w.field("lastFixTime", t) }
+                w.field("priority", priority)
+            }
         }
 
         /// Current fix mode; at most 2D for reduced accuracy, nil for a client that may not see the
         /// location (`mode`).
         public var mode: FixMode?
-        /// Connected clients (`clients`).
-        public var clients: Int?
-        /// The configured receivers (`receivers`; absent reads as none).
+        /// Connected clients, the asking one included (`clients`; always sent, absent reads as 0).
+        public var clients: Int
+        /// The configured receivers, in the daemon's order (`receivers`; absent reads as none).
         public var receivers: [Receiver]
 
         /// Makes the value; each parameter is the property of the same name (units there).
-        public init(mode: FixMode?, clients: Int?, receivers: [Receiver]) {
+        public init(mode: FixMode?, clients: Int, receivers: [Receiver]) {
             self.mode = mode
             self.clients = clients
             self.receivers = receivers
@@ -197,29 +218,12 @@ extension ServerMessage {
         func writeMembers(to w: inout JSONObjectWriter) {
             if let mode { w.field("mode", mode.rawValue) }
             w.field("clients", clients)
-            w.beginArray("receivers")
-            for r in receivers {
-                w.beginElement()
-                w.field("name", r.name)
-                w.field("type", r.type)
-                w.field("path", r.path)
-                w.field("state", r.state)
-                w.field("reason", r.reason)
-                w.field("speed", r.speed)
-                w.field("connectedSince", r.connectedSince)
-                w.field("sentences", r.sentences)
-                w.field("fixes", r.fixes)
-                w.field("errors", r.errors)
-                if let t = r.lastFixTime, t.date != nil { w.field("lastFixTime", t) }
-                w.field("priority", r.priority)
-                w.endElement()
-            }
-            w.endArray()
+            w.objects("receivers", receivers) { $0.writeMembers(to: &$1) }
         }
     }
 
     /// `ASK`: a pending authorization request, sent to every agent.
-    public struct Ask: Equatable, Sendable {
+    public struct Ask: Hashable, Sendable {
         /// The question's id, for `ANSWER` (`id`).
         public var id: Int
         /// The client asking (`client`).

@@ -128,7 +128,7 @@ public enum ServerMessage: Equatable, Sendable {
     }
 
     /// `AUTHORIZATION`: the client's status, its accuracy authorization and why.
-    public struct Authorization: Equatable, Sendable {
+    public struct Authorization: Hashable, Sendable {
         /// The status (`status`).
         public var status: AuthorizationStatus
         /// How precisely it may see locations; present when authorized (`accuracy`).
@@ -145,7 +145,7 @@ public enum ServerMessage: Equatable, Sendable {
     }
 
     /// `ANSWERED`: how a question ended, told to every agent.
-    public struct Answered: Equatable, Sendable {
+    public struct Answered: Hashable, Sendable {
         /// The question's id (`id`).
         public var id: Int
         /// `allowOnce`, `allowAlways`, `deny`, `timeout` or `withdrawn` (`answer`; text, so that
@@ -155,7 +155,7 @@ public enum ServerMessage: Equatable, Sendable {
         public var by: String?
 
         /// Makes the value; each parameter is the property of the same name (units there).
-        public init(id: Int, answer: String?, by: String?) {
+        public init(id: Int, answer: String?, by: String? = nil) {
             self.id = id
             self.answer = answer
             self.by = by
@@ -213,7 +213,7 @@ public struct ClientDescription: Hashable, Sendable {
 }
 
 /// One audit event (`AUDIT.events[]`; the daemon's audit file holds the same objects, one a line).
-public struct AuditRecord: Equatable, Sendable {
+public struct AuditRecord: Hashable, Sendable {
     /// When, Unix seconds (`unix`).
     public var unixTime: Double?
     /// When, UTC (`time`).
@@ -292,13 +292,7 @@ extension ServerMessage {
             w.field("fix", s.fix)
             w.field("reason", s.reason)
         case .poll(let poll):
-            w.beginArray("tpv")
-            for tpv in poll.tpv {
-                w.beginElement()
-                tpv.writeMembers(to: &w)
-                w.endElement()
-            }
-            w.endArray()
+            w.objects("tpv", poll.tpv) { $0.writeMembers(to: &$1) }
         case .tpv, .agent:
             break
         case .status(let s):
@@ -316,13 +310,7 @@ extension ServerMessage {
         case .grants(let g):
             g.writeMembers(to: &w)
         case .audit(let audit):
-            w.beginArray("events")
-            for event in audit.events {
-                w.beginElement()
-                event.writeMembers(to: &w)
-                w.endElement()
-            }
-            w.endArray()
+            w.objects("events", audit.events) { $0.writeMembers(to: &$1) }
         }
         w.end()
         w.append(to: &out)

@@ -101,12 +101,13 @@ enum GrantsCommand {
         guard !list.persistent.isEmpty || !list.preapproved.isEmpty || !list.once.isEmpty else { return "no grants\n" }
         var rows = [["GRANT", "SUBJECT", "ACCURACY", "SINCE", "EXPIRES", "DECIDED BY"]]
         for grant in list.persistent {
-            rows.append([grant.allowed ? "always" : "denied", grant.subject.description,
-                         grant.allowed ? grant.accuracy?.rawValue ?? "-" : "-", humanTime(grant.created),
+            let allowed = grant.allowed == true
+            rows.append([allowed ? "always" : "denied", grant.subject?.description ?? "?",
+                         allowed ? grant.accuracy?.rawValue ?? "-" : "-", humanTime(grant.created),
                          grant.expires.map(humanTime) ?? "never", grant.decidedBy ?? "-"])
         }
         for grant in list.preapproved {
-            rows.append(["once, pre-approved", grant.subject.description, grant.accuracy?.rawValue ?? "-",
+            rows.append(["once, pre-approved", grant.subject?.description ?? "?", grant.accuracy?.rawValue ?? "-",
                          humanTime(grant.created), grant.expires.map(humanTime) ?? "never", "-"])
         }
         for grant in list.once {

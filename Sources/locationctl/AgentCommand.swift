@@ -226,7 +226,7 @@ enum AgentCommand {
 
     /// `ANSWERED 7: allowOnce by root (uid 0)`, `ANSWERED 7: timeout (nobody answered in time)`.
     static func describe(_ notice: AnsweredNotice) -> String {
-        var text = "ANSWERED \(notice.id): \(notice.answer)"
+        var text = "ANSWERED \(notice.id): \(notice.answer ?? "?")"
         switch notice.answer {
         case "timeout": text += " (nobody answered in time; the program was refused)"
         case "withdrawn": text += " (the program went away)"

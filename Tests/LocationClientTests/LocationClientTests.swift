@@ -282,7 +282,7 @@ struct LocationClientTests {
     func status() async throws {
         let receivers = [
             ReceiverReport(name: "gnss0", type: "serial", path: "/dev/ttyACM0", state: "connected", speed: 9600,
-                           connectedSince: 1_796_015_400, sentences: 1203, fixes: 300, errors: 0,
+                           connectedSince: UTCTime(unixSeconds: 1_796_015_400), sentences: 1203, fixes: 300, errors: 0,
                            lastFixTime: UTCTime(date: CivilDate(year: 2026, month: 11, day: 30),
                                                 millisecondsOfDay: (5 * 3600 + 14 * 60 + 59) * 1000),
                            priority: 1),

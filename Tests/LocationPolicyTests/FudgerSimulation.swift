@@ -3,6 +3,7 @@ import Glibc
 #endif
 import LocationCore
 import LocationPolicy
+import TestSupport
 
 /// What the simulations drive: the fudger under test, or a reference design.
 protocol Reducer {
@@ -11,21 +12,10 @@ protocol Reducer {
 
 extension LocationFudger: Reducer {}
 
-/// SplitMix64 (Steele, Lea, Flood, OOPSLA 2014): seeded, so every simulated user and secret is the same
-/// on every run.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
+/// TestSupport's SplitMix64: seeded, so every simulated user and secret is the same on every run.
+typealias SeededGenerator = SplitMix64
 
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
+extension SplitMix64 {
     /// A standard normal number (Box–Muller).
     mutating func normal() -> Double {
         let u1 = (Double(next() >> 11) + 1) * 0x1p-53  // (0, 1]: log(u1) is finite

@@ -36,7 +36,7 @@ struct ServerMessageEncodingTests {
         let day = try #require(CivilDate(year: 2026, month: 11, day: 30)).daysSinceUnixEpoch
         let connected = Double(day * 86_400 + 5 * 3600 + 10 * 60)
         let report = ReceiverReport(name: "gnss0", type: "serial", path: "/dev/ttyACM0", state: "connected", speed: 9600,
-                                    connectedSince: connected, sentences: 1203, fixes: 300, errors: 0,
+                                    connectedSince: UTCTime(unixSeconds: connected), sentences: 1203, fixes: 300, errors: 0,
                                     lastFixTime: utc(2026, 11, 30, 5, 14, 59), priority: 0)
         #expect(Self.text(ServerMessage.status(mode: .threeDimensional, clients: 2, receivers: [report])) ==
                 #"{"class":"STATUS","mode":3,"clients":2,"receivers":[{"name":"gnss0","type":"serial","path":"/dev/ttyACM0","state":"connected","speed":9600,"connectedSince":"2026-11-30T05:10:00.000Z","sentences":1203,"fixes":300,"errors":0,"lastFixTime":"2026-11-30T05:14:59.000Z","priority":0}]}"# + "\n")

@@ -1,5 +1,6 @@
 import LocationCore
 import NMEA
+import TestSupport
 import Testing
 
 /// Our decoding of every shared capture compared with gpsd's, epoch by epoch (issue 2's acceptance test).
@@ -84,18 +85,5 @@ struct GpsdAgreementTests {
         let random = Captures.decode(bytes, chunkSizes: { _ in Int(generator.next() % 97) + 1 })
         #expect(whole == byByte)
         #expect(whole == random)
-    }
-}
-
-/// A small deterministic generator so that a failing chunking is reproducible.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

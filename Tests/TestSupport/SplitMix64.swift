@@ -1,0 +1,19 @@
+/// SplitMix64 (Steele, Lea, Flood, "Fast splittable pseudorandom number generators", OOPSLA 2014): a
+/// small seeded generator, so that a simulation or a random chunking is the same on every run and a
+/// failure reproduces.
+public struct SplitMix64: RandomNumberGenerator, Sendable {
+    /// The generator's state; advances by the golden-ratio increment on every `next()`.
+    public var state: UInt64
+
+    /// Starts the sequence at `seed`.
+    public init(seed: UInt64) { state = seed }
+
+    /// The next 64 random bits.
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
