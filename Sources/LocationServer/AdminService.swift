@@ -88,7 +88,7 @@ extension ServerState {
         case .agent:
             broker.register(id)
             context.log.notice("agent registered", ["agent.pid": String(identity.pid), "agent.uid": String(identity.uid)])
-            send(id, ServerMessage.object("AGENT", members: JSONMembers().bytes))
+            send(id, ServerMessage.agent.encoded())
         case let .answer(ask, answer, accuracy):
             self.answer(ask, answer, accuracy: accuracy, from: id, by: by, at: now)
         case .grants:

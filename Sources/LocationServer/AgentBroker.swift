@@ -109,35 +109,23 @@ struct AgentBroker: Sendable {
     /// - Parameters:
     ///   - timeout: seconds the agents have to answer.
     static func askMessage(_ ask: PendingAsk, identity: ClientIdentity, name: String?, timeout: Double) -> [UInt8] {
-        var m = JSONMembers()
-        m.integer("id", ask.id)
-        var client = JSONMembers()
-        client.integer("pid", Int(identity.pid))
-        client.integer("uid", Int(identity.uid))
-        client.string("user", identity.user)
-        client.string("exe", identity.executable)
-        client.string("unit", identity.unit)
-        client.string("name", name)
-        m.object("client", client)
+        let client = ClientDescription(pid: Int(identity.pid), uid: Int(identity.uid), user: identity.user,
+                                       executable: identity.executable, unit: identity.unit, name: name)
+        var request: String, purposeKey: String? = nil
         switch ask.question.subject {
-        case .authorization(let kind): m.string("request", kind.rawValue)
+        case .authorization(let kind): request = kind.rawValue
         case .temporaryFullAccuracy(let key):
-            m.string("request", "temporaryFullAccuracy")
-            m.string("purposeKey", key)
+            request = "temporaryFullAccuracy"
+            purposeKey = key
         }
-        m.string("accuracy", ask.question.accuracy.rawValue)
-        m.string("purpose", ask.question.purpose)
-        m.number("timeout", timeout)
-        return ServerMessage.object("ASK", members: m.bytes)
+        return ServerMessage.ask(ServerMessage.Ask(id: ask.id, client: client, request: request, purposeKey: purposeKey,
+                                                   accuracy: ask.question.accuracy, purpose: ask.question.purpose,
+                                                   timeout: timeout)).encoded()
     }
 
     /// The ANSWERED message: question `id` was answered (`answer`, by whom), withdrawn or timed out.
     static func answered(_ id: Int, _ answer: String, by: String) -> [UInt8] {
-        var m = JSONMembers()
-        m.integer("id", id)
-        m.string("answer", answer)
-        m.string("by", by)
-        return ServerMessage.object("ANSWERED", members: m.bytes)
+        ServerMessage.answered(ServerMessage.Answered(id: id, answer: answer, by: by)).encoded()
     }
 }
 
