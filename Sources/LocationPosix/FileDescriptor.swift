@@ -76,6 +76,28 @@ public enum FileDescriptorOps {
         return funnel(.stat) { locationd_file_identity(path, &device, &inode) }.map { _ in (device, inode) }
     }
 
+    /// fstat(2): the inode of an open descriptor.
+    public static func inode(of fd: Int32) -> Result<UInt64, Errno> {
+        var st = stat()
+        return funnel(.stat) { fstat(fd, &st) }.map { _ in UInt64(st.st_ino) }
+    }
+
+    /// The names in a directory, "." and ".." left out (opendir(3)/readdir(3); the open goes through the
+    /// funnel as `open`).
+    public static func directoryEntries(atPath path: String) -> Result<[String], Errno> {
+        if let fault = SyscallFaults.check(.open) { return .failure(fault) }
+        guard let directory = opendir(path) else { return .failure(.current) }
+        defer { closedir(directory) }
+        var names: [String] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return .success(names)
+    }
+
     /// readlink(2): where a symbolic link points (at most 4095 bytes).
     public static func readLink(_ path: String) -> Result<String, Errno> {
         var buffer = [CChar](repeating: 0, count: 4096)

@@ -5,31 +5,44 @@ import CPosixShims
 import LocationPolicy
 import LocationPosix
 
-/// Reading a client's identity from the kernel only: SO_PEERCRED, /proc/PID/exe (checked against a
-/// pidfd where the kernel offers SO_PEERPIDFD, so a reused pid cannot pass for another program, and
+/// Reading a client's identity from the kernel only: SO_PEERCRED and SO_PEERGROUPS (the process's own
+/// credentials when it connected — not /etc/group, so a process that dropped its groups has dropped
+/// them), /proc/PID/exe (checked against a pidfd, so a reused pid cannot pass for another program, and
 /// against the file at that path, so a path seen in another mount namespace cannot either) and the
 /// systemd unit from /proc/PID/cgroup.
 extension ClientIdentity {
     /// Reads the identity of the peer of a connected Unix socket.
+    ///
+    /// The process is pinned by a pidfd before /proc is read and checked to be alive after: the kernel's
+    /// SO_PEERPIDFD where it has one (Linux 6.5+); elsewhere pidfd_open(2) on the peer's pid, and the
+    /// pinned process must hold the socket at the other end of ours (sock_diag) — else the pid was
+    /// reused, or the connecting process handed the socket on and exited, and the client is refused.
+    /// - Parameter kernelPidFD: false to take the pidfd_open path even where SO_PEERPIDFD works (tests).
     /// - Throws: `Errno` when the socket has no peer credentials; `Errno.noSuchProcess` when the process
-    ///   that connected exited before it could be identified (its executable can no longer be read, and
-    ///   identifying it by user alone would let it slip past rules about programs).
-    public static func ofPeer(socket fd: Int32) throws(Errno) -> ClientIdentity {
+    ///   that connected cannot be pinned and checked (it exited, or its pid now names another process).
+    public static func ofPeer(socket fd: Int32, kernelPidFD: Bool = true) throws(Errno) -> ClientIdentity {
         let credentials = try PeerCredentials(socket: fd)
-        let pidfd = OwnedFileDescriptor(taking: peerPidFD(fd) ?? -1)
+        let pidfd = try pin(peerOf: fd, pid: credentials.pid, kernelPidFD: kernelPidFD)
         let executable = verifiedExecutable(pid: credentials.pid)
         let unit = systemdUnit(pid: credentials.pid)
-        var verified = false
-        if pidfd.isOpen {
-            // The process the pidfd pins must still be alive after we read /proc: else the pid may have
-            // been reused between accept() and the read.
-            guard pidfdAlive(pidfd.rawValue) else { throw .noSuchProcess }
-            verified = true
-        }
+        // The process the pidfd pins must still be alive after we read /proc: else the pid may have been
+        // reused between the pin and the read.
+        guard PeerProcess.isRunning(pidfd) else { throw .noSuchProcess }
         let user = userName(credentials.uid)
+        let gids = [credentials.gid] + (PeerProcess.groups(ofPeer: fd) ?? [])
         return ClientIdentity(pid: credentials.pid, uid: credentials.uid, gid: credentials.gid, user: user,
-                              groups: groupNames(user: user, gid: credentials.gid), executable: executable, unit: unit,
-                              verifiedByPidFD: verified)
+                              groups: groupNames(gids), executable: executable, unit: unit, verifiedByPidFD: true)
+    }
+
+    /// A pidfd for the peer of `socket`: the kernel's (SO_PEERPIDFD), or pidfd_open(`pid`) checked to be
+    /// the process holding the other end of the socket.
+    static func pin(peerOf socket: Int32, pid: Int32, kernelPidFD: Bool) throws(Errno) -> OwnedFileDescriptor {
+        if kernelPidFD, let fd = peerPidFD(socket) { return OwnedFileDescriptor(taking: fd) }
+        guard case .success(let pidfd) = PeerProcess.pin(pid) else { throw .noSuchProcess }
+        guard let peer = PeerProcess.unixPeerInode(of: socket), PeerProcess.process(pid, holdsSocket: peer) else {
+            throw .noSuchProcess
+        }
+        return pidfd
     }
 
     /// The path of the program `pid` runs, if that path names the very file it runs in this daemon's
@@ -74,14 +87,6 @@ extension ClientIdentity {
         return String(components[innermost])
     }
 
-    /// Whether the process a pidfd refers to is still running: a pidfd turns readable when its process
-    /// exits (pidfd_open(2)). Polling needs no permission over the process, where signalling it does (the
-    /// service runs as its own user, without CAP_KILL). A failed poll counts as exited.
-    static func pidfdAlive(_ pidfd: Int32) -> Bool {
-        guard case .success(let events) = FileDescriptorOps.poll(pidfd, events: Int16(POLLIN), timeoutMilliseconds: 0) else { return false }
-        return events == 0
-    }
-
     static func userName(_ uid: UInt32) -> String? {
         var pwd = passwd()
         var result: UnsafeMutablePointer<passwd>?
@@ -99,21 +104,16 @@ extension ClientIdentity {
         return pwd.pw_uid
     }
 
-    static func groupNames(user: String?, gid: UInt32) -> [String] {
+    /// The names of groups `ids` (getgrgid_r(3)), in order, without repeats; ids without a name are left out.
+    static func groupNames(_ ids: [UInt32]) -> [String] {
         var names: [String] = []
-        var ids = [gid_t](repeating: 0, count: 256)
-        var count: Int32 = Int32(ids.count)
-        if let user, getgrouplist(user, gid, &ids, &count) >= 0 {
-            ids = Array(ids.prefix(Int(count)))
-        } else {
-            ids = [gid]
-        }
         for id in ids {
             var grp = group()
             var result: UnsafeMutablePointer<group>?
             var buffer = [CChar](repeating: 0, count: 4096)
             if getgrgid_r(id, &grp, &buffer, buffer.count, &result) == 0, result != nil, let name = grp.gr_name {
-                names.append(String(cString: name))
+                let text = String(cString: name)
+                if !names.contains(text) { names.append(text) }
             }
         }
         return names

@@ -178,4 +178,28 @@ struct AbuseTests {
         let out = E2E.finish(legit).stdout
         #expect(out.contains(#""status":"authorizedOnce""#), "\(out.suffix(500))")
     }
+
+    @Test("hole 8: admin rights come from the connecting process's own groups, not /etc/group")
+    func adminByKernelGroups() throws {
+        // A group that lists `daemon` (uid 1) as a member in /etc/group, made for this test.
+        let group = "lctest\(getpid() % 100000)"
+        let directory = "/tmp"
+        #expect(try E2E.run(["groupadd", group], in: directory).status == 0)
+        defer { _ = try? E2E.run(["groupdel", group], in: directory) }
+        #expect(try E2E.run(["gpasswd", "-a", "daemon", group], in: directory).status == 0)
+        let gid = try #require(getgrnam(group)?.pointee.gr_gid)
+        let daemon = try DaemonProcess(config: E2E.config(policy: "access = ask"), daemonKeys: "admin-group = \(group)")
+        let socketDirectory = String(daemon.socketPath[..<daemon.socketPath.lastIndex(of: "/")!])
+        chmod(socketDirectory, 0o755)
+        func grants(_ groups: [String]) throws -> String {
+            try E2E.run(["setpriv", "--reuid=1", "--regid=1"] + groups + ["/usr/bin/python3", "-c", E2E.pythonClient,
+                        daemon.socketPath, "0.5", #"{"class":"GRANTS"}"#], in: socketDirectory).stdout
+        }
+        // The process dropped its groups: /etc/group still lists daemon as a member, the kernel does not.
+        let dropped = try grants(["--clear-groups"])
+        #expect(dropped.contains("permission denied"), "\(dropped)")
+        // With the group among its own: admin.
+        let kept = try grants(["--groups=\(gid)"])
+        #expect(kept.contains(#""class":"GRANTS""#), "\(kept)")
+    }
 }

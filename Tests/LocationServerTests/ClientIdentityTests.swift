@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import LocationPosix
 import LocationPolicy
 @testable import LocationServer
 import Testing
@@ -33,5 +37,61 @@ struct ClientIdentityTests {
     func noUnit() {
         #expect(ClientIdentity.unit(ofCgroup: "/") == nil)
         #expect(ClientIdentity.unit(ofCgroup: "/lxc/container1") == nil)
+    }
+}
+
+/// Issue 12, hole 9: identity on kernels without SO_PEERPIDFD — the pid pinned with pidfd_open(2) and
+/// checked to hold the other end of the socket (sock_diag), or the client refused.
+@Suite("Client identity: pinning the peer without SO_PEERPIDFD", .serialized)
+struct PeerPinningTests {
+    /// A listening socket in a fresh directory.
+    static func listener() throws -> (ListeningSocket, String) {
+        var template = Array("/tmp/locationd-pin-XXXXXX".utf8CString)
+        let directory = try #require(mkdtemp(&template).map { String(cString: $0) })
+        chmod(directory, 0o755)
+        return (try ListeningSocket(path: directory + "/s.sock", mode: 0o666), directory)
+    }
+
+    static func acceptOne(_ listener: ListeningSocket) throws -> Int32 {
+        for _ in 0..<200 {
+            if case .success(let fd) = listener.accept() { return fd }
+            usleep(10_000)
+        }
+        throw Errno.timedOut
+    }
+
+    @Test("the connecting process itself: pinned, checked, and named by its executable")
+    func pinned() throws {
+        let (listener, directory) = try Self.listener()
+        defer { listener.close(); rmdir(directory) }
+        let client = try UnixSocketOps.connect(path: listener.path ?? "").get()
+        defer { FileDescriptorOps.close(client) }
+        let server = try Self.acceptOne(listener)
+        defer { FileDescriptorOps.close(server) }
+        let identity = try ClientIdentity.ofPeer(socket: server, kernelPidFD: false)
+        #expect(identity.pid == getpid())
+        #expect(identity.verifiedByPidFD)
+        #expect(identity.executable == (try? FileDescriptorOps.readLink("/proc/self/exe").get()))
+    }
+
+    @Test("a process that connected and exited, leaving the socket to a child, is refused", arguments: [false, true])
+    func exitedConnector(kernelPidFD: Bool) throws {
+        let (listener, directory) = try Self.listener()
+        defer { listener.close(); rmdir(directory) }
+        // The connecting process forks a child that keeps the socket, then exits at once.
+        let script = """
+            import os, socket, sys, time
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(sys.argv[1])
+            if os.fork() == 0:
+                time.sleep(3)
+                os._exit(0)
+            os._exit(0)
+            """
+        let run = try PolicyEndToEndTests.run(["/usr/bin/python3", "-c", script, listener.path ?? ""], in: directory)
+        #expect(run.status == 0)
+        let server = try Self.acceptOne(listener)
+        defer { FileDescriptorOps.close(server) }
+        #expect(throws: Errno.noSuchProcess) { try ClientIdentity.ofPeer(socket: server, kernelPidFD: kernelPidFD) }
     }
 }

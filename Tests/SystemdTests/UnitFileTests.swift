@@ -68,7 +68,7 @@ extension SystemdIntegration {
                 "SystemCallArchitectures": "native", "ProtectKernelTunables": "yes", "ProtectKernelModules": "yes",
                 "ProtectKernelLogs": "yes", "ProtectControlGroups": "yes", "ProtectClock": "yes", "ProtectHostname": "yes",
                 "RestrictNamespaces": "yes", "RestrictRealtime": "yes", "RestrictSUIDSGID": "yes", "LockPersonality": "yes",
-                "MemoryDenyWriteExecute": "yes", "UMask": "0077", "RestrictAddressFamilies": "AF_UNIX AF_INET AF_INET6",
+                "MemoryDenyWriteExecute": "yes", "UMask": "0077", "RestrictAddressFamilies": "AF_UNIX AF_INET AF_INET6 AF_NETLINK",
                 "IPAddressDeny": "any", "IPAddressAllow": "localhost", "RuntimeDirectoryPreserve": "yes",
             ]
             for (key, value) in expected.sorted(by: { $0.key < $1.key }) {

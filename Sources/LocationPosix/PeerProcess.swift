@@ -1,0 +1,53 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CPosixShims
+
+/// What the kernel says about a socket's peer beyond SO_PEERCRED: its groups, the process behind it
+/// pinned by a pidfd, and — on kernels without SO_PEERPIDFD, or for TCP peers — which socket inode that
+/// process must hold for the pin to be the peer (sock_diag, as ss(8) asks).
+public enum PeerProcess {
+    /// getsockopt(SO_PEERGROUPS): the supplementary group ids the peer had when it connected (the
+    /// kernel's record, not /etc/group); nil where the kernel does not say.
+    public static func groups(ofPeer socket: Int32) -> [UInt32]? {
+        var ids = [UInt32](repeating: 0, count: 256)
+        let count = ids.withUnsafeMutableBufferPointer { locationd_peer_groups(socket, $0.baseAddress, Int32($0.count)) }
+        guard count >= 0 else { return nil }
+        return Array(ids.prefix(Int(count)))
+    }
+
+    /// pidfd_open(2): a descriptor that pins process `pid` (its number cannot be reused while it is open).
+    public static func pin(_ pid: Int32) -> Result<OwnedFileDescriptor, Errno> {
+        funnel(.open) { locationd_pidfd_open(pid) }.map { OwnedFileDescriptor(taking: $0) }
+    }
+
+    /// Whether the process a pidfd pins is still running: a pidfd turns readable when its process exits
+    /// (pidfd_open(2)). Polling needs no permission over the process, where signalling it does (the
+    /// service runs as its own user, without CAP_KILL). A failed poll counts as exited.
+    public static func isRunning(_ pidfd: borrowing OwnedFileDescriptor) -> Bool {
+        guard case .success(let events) = FileDescriptorOps.poll(pidfd.rawValue, events: Int16(POLLIN), timeoutMilliseconds: 0) else {
+            return false
+        }
+        return events == 0
+    }
+
+    /// The inode of the socket at the other end of the connected Unix socket `socket` (sock_diag with
+    /// UDIAG_SHOW_PEER); nil when the kernel does not say.
+    public static func unixPeerInode(of socket: Int32) -> UInt64? {
+        guard case .success(let ours) = FileDescriptorOps.inode(of: socket) else { return nil }
+        var peer: UInt64 = 0
+        guard locationd_unix_peer_inode(ours, &peer) == 0 else { return nil }
+        return peer
+    }
+
+    /// Whether process `pid` has a descriptor open on the socket with inode `inode` (its /proc/PID/fd
+    /// links read `socket:[INODE]`; reading another user's needs CAP_SYS_PTRACE).
+    public static func process(_ pid: Int32, holdsSocket inode: UInt64) -> Bool {
+        guard case .success(let names) = FileDescriptorOps.directoryEntries(atPath: "/proc/\(pid)/fd") else { return false }
+        let target = "socket:[\(inode)]"
+        return names.contains { name in
+            guard case .success(let link) = FileDescriptorOps.readLink("/proc/\(pid)/fd/\(name)") else { return false }
+            return link == target
+        }
+    }
+}
