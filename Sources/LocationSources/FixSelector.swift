@@ -9,8 +9,9 @@ import LocationCore
 /// - when no valid fix came from it for its `stale-after` (configured; otherwise 3 reporting cycles):
 ///   its fix is stale, whatever else there is;
 /// - when there is more than one receiver, already when no valid fix came from it for `freshness`
-///   (1.5 s, or 1.5 cycles for slower receivers, capped by its `stale-after`): failover does not wait
-///   for staleness.
+///   (2.5 cycles, at least 2.5 s, capped by its `stale-after`): failover does not wait for staleness,
+///   but one missed epoch (a gap of 2 cycles) is not a failure — switching for it published the other
+///   receiver's fix for that one second and then switched back.
 ///
 /// It qualifies again with its next valid fix, and, having the higher priority, takes over at once.
 /// The cycle is measured between a receiver's valid fixes (50 ms to 10 s).
@@ -42,13 +43,18 @@ public struct FixSelector: Sendable {
     private var announcedNoFix = false
     /// The least time a valid fix stays fresh for failover.
     public let minimumFreshness: Duration
+    /// How many of a receiver's cycles its valid fix stays fresh for failover: more than the 2 that one
+    /// missed epoch leaves between fixes.
+    public static let failoverCycles = 2.5
+    /// The default `minimumFreshness`: 2.5 s, so that a 1 Hz receiver missing one epoch stays selected.
+    public static let defaultMinimumFreshness: Duration = .milliseconds(2500)
 
     /// - Parameters:
     ///   - receivers: names and priorities, in configuration order (it breaks priority ties).
     ///   - staleAfter: configured `stale-after` by receiver name; absent: 3 cycles.
     ///   - minimumFreshness: the least time a valid fix counts as fresh for failover.
     public init(receivers: [(name: String, priority: Int)], staleAfter: [String: Duration] = [:],
-                minimumFreshness: Duration = .milliseconds(1500)) {
+                minimumFreshness: Duration = FixSelector.defaultMinimumFreshness) {
         for (i, r) in receivers.enumerated() {
             Self.put(Entry(name: r.name, priority: r.priority, order: i, staleAfter: staleAfter[r.name]), in: &entries)
         }
@@ -69,7 +75,7 @@ public struct FixSelector: Sendable {
     /// receiver the failover freshness (capped by its liveness).
     func freshness(_ e: Entry) -> Duration {
         guard entries.count > 1 else { return liveness(e) }
-        return min(max(minimumFreshness, e.cycle * 1.5), liveness(e))
+        return min(max(minimumFreshness, e.cycle * Self.failoverCycles), liveness(e))
     }
 
     /// The moment the currently selected receiver's fix stops qualifying, for a timer; nil when none is

@@ -53,7 +53,7 @@ public final class ReceiverSet: Sendable {
     /// - Parameters:
     ///   - receivers: in configuration order (it breaks priority ties); names unique.
     ///   - minimumFreshness: the least time a valid fix stays fresh for failover (`FixSelector`).
-    public init(_ receivers: [any Receiver], minimumFreshness: Duration = .milliseconds(1500)) {
+    public init(_ receivers: [any Receiver], minimumFreshness: Duration = FixSelector.defaultMinimumFreshness) {
         let selector = FixSelector(receivers: receivers.map { ($0.name, $0.priority) }, staleAfter: Self.staleAfter(receivers),
                                    minimumFreshness: minimumFreshness)
         state = Mutex(State(receivers: receivers, selector: selector))

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import LocationClient
 import LocationCore
+import LocationWire
 
 // What the client subcommands (watch, get, status, agent, grants, grant, revoke, audit) share: option
 // parsing, exit codes for client errors, asking for authorization, and the human-readable forms of
@@ -192,8 +193,9 @@ func humanTime(_ time: UTCTime?) -> String {
 }
 
 /// One line for a location: time, latitude and longitude (degrees, 7 places: about 1 cm), ±horizontal
-/// accuracy (m), speed (km/h), track (degrees true), and heading when known; values the daemon did not
-/// send are left out. E.g. `2007-04-08 09:53:05.802Z  -27.2109117  153.0522500  ±400.9 m  3.6 km/h  track 133.96°`.
+/// accuracy (m), speed (km/h), track (degrees true), and heading when known, then the receiver it came
+/// from in brackets (so that a failover shows); values the daemon did not send are left out. E.g.
+/// `2007-04-08 09:53:05.802Z  -27.2109117  153.0522500  ±400.9 m  3.6 km/h  track 133.96°  [gnss0]`.
 func humanLine(_ location: Location) -> String {
     var fields = [humanTime(location.timestamp), fixed(location.latitude, 7), fixed(location.longitude, 7)]
     if let accuracy = location.horizontalAccuracy { fields.append("±\(fixed(accuracy, 1)) m") }
@@ -201,6 +203,7 @@ func humanLine(_ location: Location) -> String {
     if let course = location.course { fields.append("track \(fixed(course, 2))°") }
     if let heading = location.heading { fields.append("heading \(fixed(heading, 2))°") }
     if location.accuracyAuthorization == .reducedAccuracy { fields.append("(reduced accuracy)") }
+    if let device = location.device { fields.append("[\(DisplayText.escaped(device))]") }
     return fields.joined(separator: "  ")
 }
 

@@ -10,7 +10,7 @@ enum GetCommand {
         ask-timeout), then for one fresh location (the first fix after the request), and prints it as
         one line, in the form 'locationctl watch' uses:
 
-          2007-04-08 09:53:05.802Z  -27.2109117  153.0522500  ±400.9 m  3.6 km/h  track 133.96°
+          2007-04-08 09:53:05.802Z  -27.2109117  153.0522500  ±400.9 m  3.6 km/h  track 133.96°  [gnss0]
 
         options:
           --timeout S         how long to wait for a fix, seconds, more than 0 and at most 300

@@ -11,7 +11,7 @@ enum WatchCommand {
         Asks locationd for authorization (the daemon may ask an agent, a person, first: up to its
         ask-timeout), then subscribes to its location updates and prints one line per location:
 
-          2007-04-08 09:53:05.802Z  -27.2109117  153.0522500  ±400.9 m  3.6 km/h  track 133.96°
+          2007-04-08 09:53:05.802Z  -27.2109117  153.0522500  ±400.9 m  3.6 km/h  track 133.96°  [gnss0]
 
         (UTC time, latitude and longitude in degrees, horizontal accuracy in metres, speed, course over
         ground in degrees true; values the daemon does not know are left out), and a line when the fix

@@ -88,18 +88,41 @@ struct FailoverTests {
         #expect(s.selected == "low")
         // It returns.
         #expect(s.fix(Self.fix("high", 4), from: "high", now: Self.at(3.1)) == .publish(Self.fix("high", 4)))
-        // It falls silent: after 1.5 s without a fix, the low one is chosen.
+        // It falls silent: after 2.5 s without a fix, the low one is chosen.
         _ = s.fix(Self.fix("low", 4), from: "low", now: Self.at(3.2))
         _ = s.fix(Self.fix("low", 5), from: "low", now: Self.at(4.2))
-        #expect(s.tick(now: Self.at(4.5)) == .none)
-        #expect(s.tick(now: Self.at(4.7)) == .publish(Self.fix("low", 5)))
+        _ = s.fix(Self.fix("low", 6), from: "low", now: Self.at(5.2))
+        #expect(s.tick(now: Self.at(5.5)) == .none)
+        #expect(s.tick(now: Self.at(5.7)) == .publish(Self.fix("low", 6)))
         // It disappears (unavailable) after returning: immediate switch.
-        _ = s.fix(Self.fix("high", 6), from: "high", now: Self.at(5))
-        #expect(s.connection("high", connected: false, now: Self.at(5.1)) != .none)
+        _ = s.fix(Self.fix("high", 7), from: "high", now: Self.at(6))
+        #expect(s.connection("high", connected: false, now: Self.at(6.1)) != .none)
         #expect(s.selected == "low")
         // Nobody has a fix: one no-fix is published.
-        #expect(s.connection("low", connected: false, now: Self.at(6)) == .publish(Fix(device: "low", mode: .noFix)))
-        #expect(s.tick(now: Self.at(7)) == .none)
+        #expect(s.connection("low", connected: false, now: Self.at(7)) == .publish(Fix(device: "low", mode: .noFix)))
+        #expect(s.tick(now: Self.at(8)) == .none)
+    }
+
+    @Test("one missed epoch of the preferred receiver publishes nothing of the other (issue 12: Brisbane → Oregon → Brisbane)")
+    func missedEpochIsNoFailover() {
+        var s = FixSelector(receivers: [("oregon", 0), ("brisbane", 10)])
+        var published: [String?] = []
+        func note(_ action: FixSelector.Action) { if case .publish(let fix) = action { published.append(fix.device) } }
+        // Both at 1 Hz; brisbane misses its epoch at second 3 (nothing arrives from it).
+        for second in 0...6 {
+            note(s.fix(Self.fix("oregon", second), from: "oregon", now: Self.at(Double(second) + 0.05)))
+            if second != 3 { note(s.fix(Self.fix("brisbane", second), from: "brisbane", now: Self.at(Double(second) + 0.1))) }
+            note(s.tick(now: Self.at(Double(second) + 0.6)))
+        }
+        #expect(s.selected == "brisbane")
+        #expect(!published.dropFirst().contains("oregon"), "published: \(published)")
+        // Two missed epochs (7 and 8) are a failure: it switches, 2.5 s after its last fix.
+        for second in 7...9 {
+            note(s.fix(Self.fix("oregon", second), from: "oregon", now: Self.at(Double(second) + 0.05)))
+            note(s.tick(now: Self.at(Double(second) + 0.6)))
+        }
+        #expect(s.selected == "oregon")
+        #expect(published.last == "oregon")
     }
 
     @Test("two replay receivers: when the higher-priority one stops, fixes come from the other within 2 s")
