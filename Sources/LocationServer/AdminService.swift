@@ -121,7 +121,8 @@ extension ServerState {
                 $0.preapprovals.removeAll { revoked($0.subject) }
             }
             for (client, subscriber) in publisher.subscribers where subject.matches(subscriber.identity) {
-                publisher.changeSession(of: client) { $0 = SessionAuthorization() }
+                // The grants end; the accuracy the client asked for still caps what a rule may give it.
+                publisher.changeSession(of: client) { $0 = SessionAuthorization(requestedAccuracy: $0.requestedAccuracy) }
             }
             context.store.record(AuditEvent(event: "revoke", identity: identity, request: "REVOKE \(subject)", status: nil,
                                             accuracy: nil, reason: "by administrator \(by)"), at: now.wall)

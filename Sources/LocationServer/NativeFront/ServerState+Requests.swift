@@ -100,6 +100,9 @@ extension ServerState {
         let policy = publisher.policy
         let decision = Policy.decide(request, identity: subscriber.identity, session: subscriber.session, rules: policy.rules,
                                      grants: policy.grants, now: now.wall)
+        // The accuracy asked for is the connection's ceiling from now on (WATCH and POLL included); an
+        // invalid request changes nothing.
+        if case .invalid = decision {} else { publisher.changeSession(of: id) { $0 = $0.asking(request) } }
         switch decision {
         case .authorized(let state):
             audit("decision", id, request: name, status: state.status.rawValue, accuracy: state.accuracy?.rawValue,
