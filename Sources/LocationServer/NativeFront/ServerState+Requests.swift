@@ -85,8 +85,19 @@ extension ServerState {
         deliver(out, at: now.wall)
     }
 
+    /// POLL: waits for the next fix. A reduced client whose next paced report is not due within the
+    /// timeout is told at once when it is, rather than "no fix" after the timeout while there is one.
     private mutating func poll(_ id: Int, timeout: Duration, at now: Moment) {
-        guard requireAuthorization(id, request: "POLL", at: now) != nil else { return }
+        guard let state = requireAuthorization(id, request: "POLL", at: now) else { return }
+        if state.accuracy == .reduced {
+            let wait = publisher.reducedReportDue(of: id, at: now)
+            if wait > timeout {
+                let seconds = Int(wait.components.seconds) + (wait.components.attoseconds > 0 ? 1 : 0)
+                let message = "reduced accuracy: the next report is due in \(Self.minutesAndSeconds(seconds))"
+                send(id, ServerMessage.error(.init(request: "POLL", message: message, nextReportIn: Double(seconds))).encoded())
+                return
+            }
+        }
         guard let poll = publisher.addPoll(id) else {
             bad(id, RequestError(request: "POLL", message: "too many POLLs waiting (\(Publisher.maximumPendingPolls))"))
             return
@@ -130,6 +141,13 @@ extension ServerState {
         case .ask(let question):
             ask(id, question, request: name, at: now)
         }
+    }
+
+    /// "12 min 3 s", "1 h 0 min 5 s", "40 s".
+    static func minutesAndSeconds(_ seconds: Int) -> String {
+        let (h, m, s) = (seconds / 3600, seconds / 60 % 60, seconds % 60)
+        if h > 0 { return "\(h) h \(m) min \(s) s" }
+        return m > 0 ? "\(m) min \(s) s" : "\(s) s"
     }
 
     /// Tells a client its authorization (always, as the answer to its request).
