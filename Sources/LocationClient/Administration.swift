@@ -70,6 +70,11 @@ public enum AgentEvent: Hashable, Sendable {
 /// Whom a grant is about (`GRANT`/`REVOKE` and the stored grants): LocationWire's `GrantTarget`.
 public typealias GrantSubject = GrantTarget
 
+/// What a grant gives its subject's clients under the daemon's rules (`GRANTS.effective`):
+/// LocationWire's `ServerMessage.Grants.Effective` — `accuracy` (nil: a rule denies them access) and
+/// `reason`.
+public typealias GrantEffect = ServerMessage.Grants.Effective
+
 /// The daemon's grants: the reply to `GRANTS`, `GRANT` and `REVOKE`.
 public struct GrantList: Hashable, Sendable {
     /// A stored decision, allowing or refusing (`persistent[]`).
@@ -157,16 +162,24 @@ public struct GrantList: Hashable, Sendable {
     public var preapproved: [Preapproval]
     /// Live one-time grants.
     public var once: [OneTime]
+    /// After `grant(...)`: the accuracy that will apply to the subject's clients, the daemon's rules
+    /// applied, and why when that is not the accuracy granted; nil from a daemon that does not say.
+    public var effective: GrantEffect?
+    /// After `revoke(...)`: how many grants were removed (stored decisions, pre-approvals, live
+    /// one-time grants); 0 when the subject had none; nil from a daemon that does not say.
+    public var revoked: Int?
     /// The `GRANTS` object as the server sent it, one line without the newline; nil for values made in
     /// code.
     public var json: String?
 
     /// Makes a grant list.
     public init(persistent: [Persistent] = [], preapproved: [Preapproval] = [], once: [OneTime] = [],
-                json: String? = nil) {
+                effective: GrantEffect? = nil, revoked: Int? = nil, json: String? = nil) {
         self.persistent = persistent
         self.preapproved = preapproved
         self.once = once
+        self.effective = effective
+        self.revoked = revoked
         self.json = json
     }
 }

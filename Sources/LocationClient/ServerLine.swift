@@ -96,6 +96,7 @@ extension ServerMessage.Grants {
                 GrantList.OneTime(pid: e.pid, uid: e.uid, executable: e.executable, unit: e.unit, accuracy: e.accuracy,
                                   granted: e.granted, expires: e.expires)
             },
+            effective: effective, revoked: revoked,
             json: json)
     }
 }

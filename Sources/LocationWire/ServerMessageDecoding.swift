@@ -120,7 +120,11 @@ extension ServerMessage.Grants {
                 OneTime(pid: try o.integer("pid"), uid: try o.integer("uid"), executable: try o.string("exe"),
                         unit: try o.string("unit"), accuracy: try o.accuracy(), granted: try o.time("granted"),
                         expires: try o.time("expires"))
-            })
+            },
+            effective: try m.object("effective").map { e throws(ServerMessageError) in
+                Effective(accuracy: try e.accuracy(), reason: try e.string("reason"))
+            },
+            revoked: try m.integer("revoked"))
     }
 }
 
