@@ -53,6 +53,11 @@ public enum AgentEvent: Hashable, Sendable {
 /// Whom a grant is about (`GRANT`/`REVOKE` and the stored grants): LocationWire's `GrantTarget`.
 public typealias GrantSubject = GrantTarget
 
+/// What a grant gives its subject's clients under the daemon's rules (`GRANTS.effective`):
+/// LocationWire's `ServerMessage.Grants.Effective` — `accuracy` (nil: a rule denies them access) and
+/// `reason`.
+public typealias GrantEffect = ServerMessage.Grants.Effective
+
 /// The daemon's grants, the reply to `GRANTS`, `GRANT` and `REVOKE`: LocationWire's
 /// `ServerMessage.Grants`, whose members (`persistent`, `preapproved`, `once`) read through this value,
 /// with the line it came in.
@@ -79,11 +84,14 @@ public struct GrantList: Hashable, Sendable {
 
     /// Makes a grant list from its entries.
     public init(persistent: [Persistent] = [], preapproved: [Preapproval] = [], once: [OneTime] = [],
-                json: String? = nil) {
-        self.init(ServerMessage.Grants(persistent: persistent, preapproved: preapproved, once: once), json: json)
+                effective: GrantEffect? = nil, revoked: Int? = nil, json: String? = nil) {
+        self.init(ServerMessage.Grants(persistent: persistent, preapproved: preapproved, once: once, effective: effective,
+                                       revoked: revoked), json: json)
     }
 
-    /// A member of the grants (`ServerMessage.Grants`), e.g. `list.persistent`.
+    /// A member of the grants (`ServerMessage.Grants`), e.g. `list.persistent`, `list.effective` (after
+    /// `grant(...)`: the accuracy that will apply, and why when that is not the accuracy granted) or
+    /// `list.revoked` (after `revoke(...)`: how many grants were removed).
     public subscript<Value>(dynamicMember member: WritableKeyPath<ServerMessage.Grants, Value>) -> Value {
         get { message[keyPath: member] }
         set { message[keyPath: member] = newValue }

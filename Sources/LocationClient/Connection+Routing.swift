@@ -46,7 +46,7 @@ extension Connection {
             deliverToAgent(.answered(reply))
         case "ERROR":
             let error = serverError(line)
-            guard case let .server(request, _) = error else { return }
+            guard let request = error.serverRequest else { return }
             switch request {
             case "POLL", "STATUS":
                 if !reject(request, with: error) { state.withLock { $0.unroutedError = error } }
@@ -102,6 +102,9 @@ extension Connection {
     /// The `ERROR` in `line`; an unreadable one names request `"?"` with an empty message.
     private func serverError(_ line: ServerLine) -> LocationClientError {
         guard case .error(let reply)? = line.message else { return .server(request: "?", message: "") }
+        if let wait = reply.nextReportIn {
+            return .paced(request: reply.request ?? "?", message: reply.message ?? "", nextReportIn: wait)
+        }
         return .server(request: reply.request ?? "?", message: reply.message ?? "")
     }
 

@@ -149,7 +149,8 @@ public final class LocationClient: Sendable {
     /// - Returns: the location.
     /// - Throws: `LocationClientError.server(request: "POLL", message:)` when the daemon answers with an
     ///   `ERROR` — `"no fix within N s"` when no fix came in time (`meansNoFixInTime` is true), or a
-    ///   refusal (bad timeout, not authorized); `.timedOut` when no answer came within `timeout` plus
+    ///   refusal (bad timeout, not authorized); `.paced` at once when the client sees reduced accuracy
+    ///   and its next report is not due within `timeout`; `.timedOut` when no answer came within `timeout` plus
     ///   `replyGracePeriod`; `.disconnected`; `.invalidReply`; `CancellationError`.
     public func requestLocation(timeout: Double = 10) async throws -> Location {
         let line = try await connection.roundTrip(Request.poll(timeout: timeout).encoded(), replyClass: "POLL",

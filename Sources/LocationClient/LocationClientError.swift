@@ -13,6 +13,11 @@ public enum LocationClientError: Error, Hashable, Sendable, CustomStringConverti
     /// (`"WATCH"`, `"POLL"`, `"STATUS"`, or `"?"` when the server could not tell), `message` its reason,
     /// e.g. `"no fix within 10 s"`.
     case server(request: String, message: String)
+    /// The daemon answered `POLL` at once: this client sees reduced accuracy, and its next report (one
+    /// per the daemon's `reduced-interval`) is not due within the call's timeout. `nextReportIn` is the
+    /// seconds until it is (`ERROR.nextReportIn`), `message` the daemon's words, e.g. `"reduced accuracy:
+    /// the next report is due in 12 min 3 s"` (docs/PROTOCOL.md "POLL").
+    case paced(request: String, message: String, nextReportIn: Double)
     /// No reply came within the allowed time (the call's timeout plus a grace period), or a request
     /// could not be written within the send timeout.
     case timedOut
@@ -42,6 +47,14 @@ public enum LocationClientError: Error, Hashable, Sendable, CustomStringConverti
         return message.hasPrefix("not authorized") || message.hasPrefix("permission denied")
     }
 
+    /// The class of the request an `ERROR` answered (`.server`, `.paced`); nil for other errors.
+    var serverRequest: String? {
+        switch self {
+        case let .server(request, _), let .paced(request, _, _): return request
+        default: return nil
+        }
+    }
+
     /// The error in words, for people: names the socket path or the refused request.
     public var description: String {
         switch self {
@@ -51,6 +64,8 @@ public enum LocationClientError: Error, Hashable, Sendable, CustomStringConverti
             return "the daemon speaks protocol version \(server), this client version \(supported)"
         case let .server(request, message):
             return request == "?" ? "locationd: \(message)" : "the daemon refused \(request): \(message)"
+        case let .paced(_, message, _):
+            return message
         case .timedOut:
             return "timed out waiting for the daemon"
         case .disconnected:

@@ -1,3 +1,5 @@
+import LocationWire
+
 /// Whom a stored grant is for: a program (an executable, or a systemd unit), optionally of one user
 /// only, or every program of a user.
 ///
@@ -147,9 +149,26 @@ public struct SessionAuthorization: Hashable, Sendable {
     public var once: SessionGrant?
     /// Purpose key of a temporary full-accuracy grant for this connection.
     public var temporaryFullAccuracy: String?
+    /// The most precise accuracy the client asked for in its last `AUTHORIZE` (`FULLACCURACY` asks for
+    /// full): a ceiling on whatever the grants and rules allow (Core Location's `desiredAccuracy`). Full
+    /// until the client asks otherwise, so that a client authorized by a rule without asking sees what the
+    /// rule allows.
+    public var requestedAccuracy: AccuracyAuthorization
 
-    public init(once: SessionGrant? = nil, temporaryFullAccuracy: String? = nil) {
+    public init(once: SessionGrant? = nil, temporaryFullAccuracy: String? = nil, requestedAccuracy: AccuracyAuthorization = .full) {
         self.once = once
         self.temporaryFullAccuracy = temporaryFullAccuracy
+        self.requestedAccuracy = requestedAccuracy
+    }
+
+    /// The session once `request` is made: `AUTHORIZE` sets the ceiling to the accuracy it names (a later
+    /// one may raise it again, up to what the grants allow), `FULLACCURACY` lifts it to full.
+    public func asking(_ request: PolicyRequest) -> SessionAuthorization {
+        var session = self
+        switch request {
+        case let .authorize(_, accuracy): session.requestedAccuracy = accuracy
+        case .temporaryFullAccuracy: session.requestedAccuracy = .full
+        }
+        return session
     }
 }

@@ -76,7 +76,8 @@ public enum Policy {
     /// The client's current authorization (Core Location's `authorizationStatus` and
     /// `accuracyAuthorization`). Order: a `deny` rule (restricted) → this connection's one-time grant →
     /// a stored persistent decision → an `always` rule → not determined. The accuracy is the grant's,
-    /// capped by the rule's ceiling, raised to full by a temporary full-accuracy grant.
+    /// capped by the rule's ceiling, raised to full by a temporary full-accuracy grant, and never more
+    /// precise than the client asked for (`SessionAuthorization.requestedAccuracy`).
     public static func state(_ identity: ClientIdentity, session: SessionAuthorization, rules: PolicyRules,
                              grants: GrantSet, now: Double) -> AuthorizationState {
         let rule = rules.effective(for: identity)
@@ -101,12 +102,23 @@ public enum Policy {
             return AuthorizationState(status: .notDetermined, accuracy: nil, reason: "not authorized yet")
         }
         if session.temporaryFullAccuracy != nil { result.accuracy = .full }
+        return capped(result, by: session)
+    }
+
+    /// `state` no more precise than the client asked for (`SessionAuthorization.requestedAccuracy`).
+    static func capped(_ state: AuthorizationState, by session: SessionAuthorization) -> AuthorizationState {
+        guard let allowed = state.accuracy, session.requestedAccuracy < allowed else { return state }
+        var result = state
+        result.accuracy = session.requestedAccuracy
+        result.reason += "; \(session.requestedAccuracy.rawValue) accuracy, as the client asked"
         return result
     }
 
-    /// Decides a request.
+    /// Decides a request. The request's accuracy is weighed as the session's new ceiling
+    /// (`SessionAuthorization.asking(_:)`): the caller keeps that session unless the decision is `invalid`.
     public static func decide(_ request: PolicyRequest, identity: ClientIdentity, session: SessionAuthorization,
                               rules: PolicyRules, grants: GrantSet, now: Double) -> PolicyDecision {
+        let session = session.asking(request)
         let current = state(identity, session: session, rules: rules, grants: grants, now: now)
         let rule = rules.effective(for: identity)
         switch request {
@@ -125,7 +137,8 @@ public enum Policy {
             }
             let accuracy = min(requested, rule.accuracy)
             if rule.access == .always {
-                return .authorized(AuthorizationState(status: .authorizedPersistent, accuracy: accuracy, reason: "\(rule.source) allows always"))
+                let always = AuthorizationState(status: .authorizedPersistent, accuracy: rule.accuracy, reason: "\(rule.source) allows always")
+                return .authorized(capped(always, by: session))
             }
             if let index = grants.preapproval(for: identity, at: now), kind == .once {
                 return .grantOnce(min(accuracy, grants.preapprovals[index].accuracy), usingPreapproval: index)

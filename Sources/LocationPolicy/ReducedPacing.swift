@@ -42,8 +42,15 @@ public struct ReducedPacing: Sendable {
 
     /// Whether `key`'s next report is due at `now`: none yet, or `interval` since its last.
     public func isDue(_ key: Key, now: ContinuousClock.Instant, interval: Duration) -> Bool {
-        guard let entry = last[key] else { return true }
-        return now - entry.at >= interval
+        timeUntilDue(key, now: now, interval: interval) == .zero
+    }
+
+    /// How long from `now` until `key`'s next report is due: zero when it is (none yet, or `interval`
+    /// since its last), else what is left of `interval`. It depends only on when `key` last got a
+    /// report — never on the fix — so telling it to the client tells nothing its reports did not.
+    public func timeUntilDue(_ key: Key, now: ContinuousClock.Instant, interval: Duration) -> Duration {
+        guard let entry = last[key] else { return .zero }
+        return max(.zero, interval - (now - entry.at))
     }
 
     /// Records that report number `report` went to `key` at `now` (a second connection getting the same

@@ -25,6 +25,42 @@ enum AdminService {
         return ClientIdentity.userID(user).map { String($0) }
     }
 
+    /// The user a target names, if any.
+    static func user(of target: GrantTarget) -> String? {
+        switch target {
+        case let .executable(_, user), let .unit(_, user): return user
+        case .user(let user): return user
+        }
+    }
+
+    /// The names `user` goes by, as rules name users: as given, its uid as digits and its user name.
+    static func aliases(of user: String?) -> Set<String> {
+        guard let user else { return [] }
+        var names: Set<String> = [user]
+        if let uid = uidDigits(user) {
+            names.insert(uid)
+            if let id = UInt32(uid), let name = ClientIdentity.userName(id) { names.insert(name) }
+        }
+        return names
+    }
+
+    /// Why an administrator's GRANT cannot be made, or nil: a user that does not exist (a uid as digits
+    /// always does) would match no client, and the administrator would believe it granted.
+    static func refusal(_ target: GrantTarget) -> String? {
+        guard let user = user(of: target), uidDigits(user) == nil else { return nil }
+        return "no such user \"\(user)\" (give a user name or a uid as digits)"
+    }
+
+    /// The `effective` member of the reply to GRANT.
+    static func effectiveMembers(_ effect: GrantEffect) -> [UInt8] {
+        var inner = JSONMembers()
+        inner.string("accuracy", effect.accuracy?.rawValue)
+        inner.string("reason", effect.reason)
+        var m = JSONMembers()
+        m.object("effective", inner)
+        return m.bytes
+    }
+
     /// Who did it, for the audit and the stored grant: "alice (uid 1000)".
     static func by(_ identity: ClientIdentity) -> String {
         "\(identity.user ?? "uid \(identity.uid)") (uid \(identity.uid))"
@@ -94,10 +130,16 @@ extension ServerState {
         case .grants:
             send(id, ServerMessage.object("GRANTS", members: grantsMembers(at: now.wall)))
         case let .grant(target, kind, accuracy, expires):
+            if let why = AdminService.refusal(target) {
+                send(id, ServerMessage.error(request: "GRANT", message: why))
+                return
+            }
             let subject = AdminService.subject(target)
             let level = accuracy
             let until = expires.map { now.wall + $0 }
-            changeGrants(reply: id, request: "GRANT") {
+            let effect = publisher.policy.rules.effect(ofGranting: level, kind: kind, to: subject,
+                                                       userAliases: AdminService.aliases(of: AdminService.user(of: target)))
+            changeGrants(reply: id, request: "GRANT", members: AdminService.effectiveMembers(effect)) {
                 if kind == .once {
                     $0.preapprovals.append(Preapproval(subject: subject, accuracy: level, created: now.wall, expires: until))
                 } else {
@@ -116,15 +158,27 @@ extension ServerState {
             var alias: GrantSubject? = nil
             if case .user(let name) = subject, let uid = AdminService.uidDigits(name), uid != name { alias = .user(uid) }
             let revoked = { (stored: GrantSubject) in subject.covers(stored) || alias?.covers(stored) == true }
-            changeGrants(reply: id, request: "REVOKE") {
+            // How many grants go, so that the reply can say when there was nothing to revoke.
+            var count = publisher.subscribers.values.filter {
+                subject.matches($0.identity) && ($0.session.once.map { now.wall < $0.expires } == true || $0.session.temporaryFullAccuracy != nil)
+            }.count
+            let stored = publisher.policy.grants.persistent.count + publisher.policy.grants.preapprovals.count
+            let kept = publisher.policy.grants.persistent.filter { !revoked($0.subject) }.count
+                + publisher.policy.grants.preapprovals.filter { !revoked($0.subject) }.count
+            count += stored - kept
+            var members = JSONMembers()
+            members.integer("revoked", count)
+            changeGrants(reply: id, request: "REVOKE", members: members.bytes) {
                 $0.persistent.removeAll { revoked($0.subject) }
                 $0.preapprovals.removeAll { revoked($0.subject) }
             }
             for (client, subscriber) in publisher.subscribers where subject.matches(subscriber.identity) {
-                publisher.changeSession(of: client) { $0 = SessionAuthorization() }
+                // The grants end; the accuracy the client asked for still caps what a rule may give it.
+                publisher.changeSession(of: client) { $0 = SessionAuthorization(requestedAccuracy: $0.requestedAccuracy) }
             }
             context.store.record(AuditEvent(event: "revoke", identity: identity, request: "REVOKE \(subject)", status: nil,
-                                            accuracy: nil, reason: "by administrator \(by)"), at: now.wall)
+                                            accuracy: nil, reason: "by administrator \(by)" + (count == 0 ? "; there was nothing to revoke" : "")),
+                                 at: now.wall)
             deliver(publisher.reevaluateAll(because: "revoked by administrator \(by)", at: now.wall), at: now.wall)
         case let .audit(since):
             effects.append(.readAudit(reply: id, since: since))

@@ -194,6 +194,11 @@ public enum RequestParser {
             default: throw RequestError(request: name, message: "give executable or unit (each optionally with user), or user")
             }
             if name == "REVOKE" { return .revoke(subject: target) }
+            // A client's executable is what the kernel reports: an absolute path. A relative one would
+            // match no client, and the administrator would believe it granted.
+            if case let .executable(path, _) = target, !path.hasPrefix("/") {
+                throw RequestError(request: name, message: "executable must be an absolute path, not \"\(path)\"")
+            }
             guard let kind = AuthorizationKind(rawValue: members.kind ?? "persistent") else {
                 throw RequestError(request: name, message: "kind must be \"once\" or \"persistent\"")
             }

@@ -48,7 +48,8 @@ extension ServerMessage {
             return .version(Version(release: try m.string("release"), protocolMajor: try m.required(m.integer("proto_major"), "proto_major"),
                                     protocolMinor: try m.integer("proto_minor")))
         case "ERROR":
-            return .error(Failure(request: try m.string("request"), message: try m.string("message")))
+            return .error(Failure(request: try m.string("request"), message: try m.string("message"),
+                                  nextReportIn: try m.number("nextReportIn")))
         case "WATCH":
             return .watch(Watch(enable: try m.bool("enable"), minInterval: try m.number("minInterval"),
                                 distanceFilter: try m.number("distanceFilter")))
@@ -119,7 +120,11 @@ extension ServerMessage.Grants {
                 OneTime(pid: try o.integer("pid"), uid: try o.integer("uid"), executable: try o.string("exe"),
                         unit: try o.string("unit"), accuracy: try o.accuracy(), granted: try o.time("granted"),
                         expires: try o.time("expires"))
-            })
+            },
+            effective: try m.object("effective").map { e throws(ServerMessageError) in
+                Effective(accuracy: try e.accuracy(), reason: try e.string("reason"))
+            },
+            revoked: try m.integer("revoked"))
     }
 }
 

@@ -110,24 +110,55 @@ extension ServerMessage {
             }
         }
 
+        /// What a `GRANT` will give the subject's clients under the daemon's rules (`effective`).
+        public struct Effective: Hashable, Sendable {
+            /// The accuracy that applies: the lesser of the grant's and the rule's ceiling; nil when a
+            /// rule denies the subject access, so the grant does not apply (`accuracy`).
+            public var accuracy: AccuracyAuthorization?
+            /// Why, when it is not the accuracy granted, e.g. `"the [policy] default allows no more than
+            /// reduced accuracy"`; nil when the grant applies as made (`reason`).
+            public var reason: String?
+
+            /// Makes the value; each parameter is the property of the same name (units there).
+            public init(accuracy: AccuracyAuthorization?, reason: String? = nil) {
+                self.accuracy = accuracy
+                self.reason = reason
+            }
+        }
+
         /// Stored decisions, in the daemon's order (`persistent`).
         public var persistent: [Stored]
         /// Pre-approved one-time grants (`preapproved`).
         public var preapproved: [Preapproved]
         /// Live one-time grants (`once`).
         public var once: [OneTime]
+        /// In the reply to `GRANT` only: what the grant will give (`effective`).
+        public var effective: Effective?
+        /// In the reply to `REVOKE` only: how many grants it removed — stored decisions, pre-approvals
+        /// and live one-time grants; 0 when the subject had none (`revoked`).
+        public var revoked: Int?
 
         /// Makes the value; each parameter is the property of the same name (units there).
-        public init(persistent: [Stored] = [], preapproved: [Preapproved] = [], once: [OneTime] = []) {
+        public init(persistent: [Stored] = [], preapproved: [Preapproved] = [], once: [OneTime] = [],
+                    effective: Effective? = nil, revoked: Int? = nil) {
             self.persistent = persistent
             self.preapproved = preapproved
             self.once = once
+            self.effective = effective
+            self.revoked = revoked
         }
 
         func writeMembers(to w: inout JSONObjectWriter) {
             w.objects("persistent", persistent) { $0.writeMembers(to: &$1) }
             w.objects("preapproved", preapproved) { $0.writeMembers(to: &$1) }
             w.objects("once", once) { $0.writeMembers(to: &$1) }
+            if let effective {
+                w.beginObject("effective")
+                w.field("accuracy", effective.accuracy?.rawValue)
+                w.field("reason", effective.reason)
+                w.endObject()
+            }
+            w.field("revoked", revoked)
         }
     }
 }

@@ -79,11 +79,16 @@ public enum ServerMessage: Equatable, Sendable {
         public var request: String?
         /// What went wrong, e.g. `"no fix within 10 s"` (`message`).
         public var message: String?
+        /// Seconds until a reduced-accuracy client's next report is due, whole, rounded up: present only
+        /// on the ERROR answering a `POLL` that its pacing would not let through within the timeout
+        /// (`nextReportIn`; docs/PROTOCOL.md "POLL").
+        public var nextReportIn: Double?
 
         /// Makes the value; each parameter is the property of the same name (units there).
-        public init(request: String?, message: String?) {
+        public init(request: String?, message: String?, nextReportIn: Double? = nil) {
             self.request = request
             self.message = message
+            self.nextReportIn = nextReportIn
         }
     }
 
@@ -284,6 +289,7 @@ extension ServerMessage {
         case .error(let e):
             w.field("request", e.request)
             w.field("message", e.message)
+            w.field("nextReportIn", e.nextReportIn)
         case .watch(let watch):
             if let enable = watch.enable { w.field("enable", enable) }
             w.field("minInterval", watch.minInterval)

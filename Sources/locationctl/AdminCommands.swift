@@ -54,9 +54,13 @@ private struct SubjectOption {
 
     /// The subject; an executable's path resolved as the kernel reports a client's (realpath(3):
     /// absolute, symbolic links followed) when the file exists, since the daemon compares it with that.
-    func required() throws(UsageError) -> GrantSubject {
+    /// - Parameter absolute: refuse a relative `--executable` (for `grant`: it would match no client).
+    func required(absolute: Bool = false) throws(UsageError) -> GrantSubject {
         guard let subject else {
             throw UsageError(message: "give --executable PATH or --unit NAME (each optionally with --user NAME), or --user NAME")
+        }
+        if absolute, case let .executable(path, _) = subject, !path.hasPrefix("/") {
+            throw UsageError(message: "--executable must be an absolute path (as the kernel reports a program's), not '\(path)'")
         }
         if case let .executable(path, user) = subject, let resolved = resolvedPath(path) { return .executable(resolved, user: user) }
         return subject
@@ -132,15 +136,18 @@ enum GrantCommand {
         Grants location access ahead of asking (root or the daemon's admin-group only).
         --persistent stores an 'always' grant, replacing the subject's stored decision (a remembered
         refusal included); --once pre-approves the next connection of the subject that asks for
-        one-time access ('Allow Once' pressed ahead), used up by that connection.
+        one-time access ('Allow Once' pressed ahead), used up by that connection. It prints the
+        accuracy that will apply: the daemon's rule for the subject may allow less than granted (or
+        deny it access), and then says so.
 
         options:
-          --executable PATH   programs run from PATH (as the kernel reports it: symbolic links
-                              resolved), of every user unless --user is given too
+          --executable PATH   programs run from PATH, an absolute path (as the kernel reports it:
+                              symbolic links resolved), of every user unless --user is given too
           --unit NAME         processes of the systemd unit NAME, e.g. navit.service, of every
                               user unless --user is given too
           --user NAME         with --executable or --unit, that program of the user NAME (or uid)
-                              only; alone, every program of the user
+                              only; alone, every program of the user; the daemon refuses a name
+                              that is no user's
           --once              pre-approve one use
           --persistent        grant until revoked (or until --expires)
           --accuracy A        'full' (the default) or 'reduced'
@@ -181,19 +188,34 @@ enum GrantCommand {
                     }
                 }
             }
-            target = try subject.required()
+            target = try subject.required(absolute: true)
             guard let kind else { throw UsageError(message: "give --once or --persistent") }
             grantKind = kind
         } catch {
             return usageFailure("grant", error, help: help)
         }
         return await withClient("grant", socketPath: options.socketPath ?? globalSocketPath) { client in
-            try await client.grant(subject: target, kind: grantKind, accuracy: accuracy, expires: expires)
-            var text = grantKind == .once ? "pre-approved one-time access for \(target)" : "granted persistent access to \(target)"
-            text += ", \(accuracy.rawValue) accuracy"
-            if let expires { text += ", for \(humanDuration(expires))" }
-            return writeStandardOutput(text + "\n") ? .ok : .ioError
+            let list = try await client.grant(subject: target, kind: grantKind, accuracy: accuracy, expires: expires)
+            return writeStandardOutput(describe(grantKind, target, accuracy, expires, list.effective)) ? .ok : .ioError
         }
+    }
+}
+
+extension GrantCommand {
+    /// What was granted and what will apply: `granted persistent access to user nobody, reduced accuracy
+    /// (the [policy] default allows no more than reduced accuracy)`. The accuracy is the daemon's
+    /// `effective` one, the rules applied; the accuracy asked for when the daemon does not say.
+    static func describe(_ kind: AuthorizationKind, _ target: GrantSubject, _ accuracy: AccuracyAuthorization, _ expires: Double?,
+                         _ effective: GrantEffect?) -> String {
+        var text = kind == .once ? "pre-approved one-time access for \(target)" : "granted persistent access to \(target)"
+        if let effective {
+            text += effective.accuracy.map { ", \($0.rawValue) accuracy" } ?? ", which does not apply"
+            if let reason = effective.reason { text += " (\(reason))" }
+        } else {
+            text += ", \(accuracy.rawValue) accuracy"
+        }
+        if let expires { text += ", for \(humanDuration(expires))" }
+        return text + "\n"
     }
 }
 
@@ -207,7 +229,8 @@ enum RevokeCommand {
         for every user with it (an agent's answers are stored per user); --user alone takes every
         grant of that user, whatever the program. It takes effect at once: the subject's
         programs stop receiving locations and are told their new status; next time they ask, the
-        daemon's rule decides again (an agent is asked under 'access = ask').
+        daemon's rule decides again (an agent is asked under 'access = ask'). It says how many
+        grants it removed; a subject without any is not an error: 'nothing to revoke', exit 0.
 
         options:
           --executable PATH   programs run from PATH
@@ -245,14 +268,19 @@ enum RevokeCommand {
         }
         return await withClient("revoke", socketPath: options.socketPath ?? globalSocketPath) { client in
             // The path as given too, when it differs from the resolved one and a grant is stored under it.
+            var removed: Int? = 0
             if let given = subject.subject, given != target {
                 let stored = try await client.grants()
                 if stored.persistent.contains(where: { $0.subject == given }) || stored.preapproved.contains(where: { $0.subject == given }) {
-                    try await client.revoke(subject: given)
+                    removed = try await client.revoke(subject: given).revoked
                 }
             }
-            try await client.revoke(subject: target)
-            return writeStandardOutput("revoked every grant of \(target)\n") ? .ok : .ioError
+            let list = try await client.revoke(subject: target)
+            // A daemon that does not count (no `revoked`) is taken at its word, as before.
+            let total = removed.flatMap { a in list.revoked.map { a + $0 } }
+            let text = total == 0 ? "nothing to revoke: \(target) has no grant\n"
+                : "revoked every grant of \(target)" + (total.map { " (\($0))" } ?? "") + "\n"
+            return writeStandardOutput(text) ? .ok : .ioError
         }
     }
 }

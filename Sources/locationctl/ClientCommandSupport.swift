@@ -145,6 +145,7 @@ func clientFailure(_ command: String, _ error: any Error) -> ExitCode {
     if error.meansNotAuthorized { return .noPermission }
     switch error {
     case .cannotConnect, .disconnected, .server: return .unavailable
+    case .paced: return .paced
     case .timedOut: return .temporaryFailure
     case .protocolMismatch, .invalidReply: return .protocolError
     }

@@ -19,15 +19,20 @@ enum GetCommand {
           --authorization K   ask for 'once' (this connection only; the default) or 'persistent'
                               (remembered) authorization
           --accuracy A        ask for 'full' (the default) or 'reduced' accuracy; the daemon's rule
-                              may allow less
+                              may allow less, and never gives more than asked
           --purpose KEY       then ask for temporary full accuracy, citing the purpose KEY that the
                               daemon's configuration declares for this program
           --socket PATH       the daemon's socket (default: $LOCATIOND_SOCKET, else
                               /run/locationd/locationd.sock)
           -h, --help          show this help
 
+        At reduced accuracy the daemon sends one report per its reduced-interval: a second 'get'
+        before the next is due ends at once with exit status 79, and standard error says when it is
+        due ('reduced accuracy: the next report is due in 12 min 3 s').
+
         exit status: 0 with a location, 64 usage, 69 daemon unreachable or refused, 75 no fix in time,
-        76 protocol mismatch, 77 not authorized (the status and the reason go to standard error).
+        76 protocol mismatch, 77 not authorized (the status and the reason go to standard error),
+        79 reduced accuracy and the next report not due within the timeout.
 
         """
 
@@ -67,6 +72,9 @@ enum GetCommand {
             let seconds = timeout == timeout.rounded() ? String(Int(timeout)) : String(timeout)
             writeStandardError("locationctl get: no fix within \(seconds) s\n")
             return .temporaryFailure
+        } catch let LocationClientError.paced(_, message, _) {
+            writeStandardError("locationctl get: \(message)\n")
+            return .paced
         } catch {
             return clientFailure("get", error)
         }

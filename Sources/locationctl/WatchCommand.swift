@@ -28,7 +28,7 @@ enum WatchCommand {
           --authorization K      ask for 'once' (this connection only; the default) or
                                  'persistent' (remembered) authorization
           --accuracy A           ask for 'full' (the default) or 'reduced' accuracy; the daemon's
-                                 rule may allow less
+                                 rule may allow less, and never gives more than asked
           --purpose KEY          then ask for temporary full accuracy, citing the purpose KEY that
                                  the daemon's configuration declares for this program
           --socket PATH          the daemon's socket (default: $LOCATIOND_SOCKET, else

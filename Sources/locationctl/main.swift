@@ -15,6 +15,8 @@ enum ExitCode: Int32 {
     case temporaryFailure = 75
     case protocolError = 76
     case noPermission = 77
+    /// Not a sysexits(3) code: reduced accuracy, and the next paced report is not due yet (`get`).
+    case paced = 79
 }
 
 let usage = """

@@ -8,7 +8,7 @@ import Testing
 
 /// The real `locationd` on a temporary config, socket and state directory (a minimal copy of
 /// Tests/LocationServerTests/DaemonHarness.swift's `DaemonProcess`). Stopped when dropped.
-private final class Daemon {
+final class Daemon {
     let directory: String
     let socketPath: String
     private var pid: pid_t = 0

@@ -483,7 +483,8 @@ struct PolicyEndToEndTests {
         var loaded = 0
         for round in 0..<100 {
             let admin = try RawClient(daemon.socketPath)
-            for i in 0..<5 { admin.send(#"{"class":"GRANT","user":"user\#(round)-\#(i)","kind":"persistent"}"#) }
+            // Uids as digits: a name that is no user's is refused (issue 12).
+            for i in 0..<5 { admin.send(#"{"class":"GRANT","user":"\#(100_000 + round * 5 + i)","kind":"persistent"}"#) }
             // Kill while the writes go on: after the first is done, at a varying moment.
             _ = admin.message("GRANTS", timeout: 5)
             usleep(UInt32(round % 10) * 200)

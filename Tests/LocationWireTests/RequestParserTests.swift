@@ -35,6 +35,8 @@ struct RequestParserTests {
         (#"{"class":"GRANT","user":"alice","user":"bob"}"#, .grant(subject: .user("alice"), kind: .persistent, accuracy: .full, expires: nil)),
         (#"{"class":"REVOKE","user":"1000"}"#, .revoke(subject: .user("1000"))),
         (#"{"class":"REVOKE","executable":"\/usr\/bin\/x"}"#, .revoke(subject: .executable("/usr/bin/x"))),
+        // REVOKE takes a relative path, to clear what a daemon before issue 12 stored under one.
+        (#"{"class":"REVOKE","executable":"relative/x"}"#, .revoke(subject: .executable("relative/x"))),
         // A program of one user: executable or unit with user (before, refused as two subjects).
         (#"{"class":"GRANT","executable":"/usr/bin/python3","user":"bob"}"#,
          .grant(subject: .executable("/usr/bin/python3", user: "bob"), kind: .persistent, accuracy: .full, expires: nil)),
@@ -167,6 +169,9 @@ struct RequestParserTests {
         (#"{"class":"GRANT","user":"a","accuracy":"exact"}"#, "GRANT", "accuracy must be \"full\" or \"reduced\""),
         (#"{"class":"GRANT","user":"a","expires":0}"#, "GRANT", "expires must be a number of seconds > 0"),
         (#"{"class":"GRANT","user":"a","expires":-5}"#, "GRANT", "expires must be a number of seconds > 0"),
+        // Issue 12: a relative path matches no client (the kernel reports absolute ones).
+        (#"{"class":"GRANT","executable":"relative/navit"}"#, "GRANT", "executable must be an absolute path, not \"relative/navit\""),
+        (#"{"class":"GRANT","executable":"navit","user":"bob","kind":"once"}"#, "GRANT", "executable must be an absolute path, not \"navit\""),
     ]
 
     @Test("each refusal names the request class (or ?) and says what is wrong", arguments: errors)

@@ -85,8 +85,19 @@ extension ServerState {
         deliver(out, at: now.wall)
     }
 
+    /// POLL: waits for the next fix. A reduced client whose next paced report is not due within the
+    /// timeout is told at once when it is, rather than "no fix" after the timeout while there is one.
     private mutating func poll(_ id: Int, timeout: Duration, at now: Moment) {
-        guard requireAuthorization(id, request: "POLL", at: now) != nil else { return }
+        guard let state = requireAuthorization(id, request: "POLL", at: now) else { return }
+        if state.accuracy == .reduced {
+            let wait = publisher.reducedReportDue(of: id, at: now)
+            if wait > timeout {
+                let seconds = Int(wait.components.seconds) + (wait.components.attoseconds > 0 ? 1 : 0)
+                let message = "reduced accuracy: the next report is due in \(Self.minutesAndSeconds(seconds))"
+                send(id, ServerMessage.error(.init(request: "POLL", message: message, nextReportIn: Double(seconds))).encoded())
+                return
+            }
+        }
         guard let poll = publisher.addPoll(id) else {
             bad(id, RequestError(request: "POLL", message: "too many POLLs waiting (\(Publisher.maximumPendingPolls))"))
             return
@@ -100,6 +111,9 @@ extension ServerState {
         let policy = publisher.policy
         let decision = Policy.decide(request, identity: subscriber.identity, session: subscriber.session, rules: policy.rules,
                                      grants: policy.grants, now: now.wall)
+        // The accuracy asked for is the connection's ceiling from now on (WATCH and POLL included); an
+        // invalid request changes nothing.
+        if case .invalid = decision {} else { publisher.changeSession(of: id) { $0 = $0.asking(request) } }
         switch decision {
         case .authorized(let state):
             audit("decision", id, request: name, status: state.status.rawValue, accuracy: state.accuracy?.rawValue,
@@ -129,6 +143,13 @@ extension ServerState {
         }
     }
 
+    /// "12 min 3 s", "1 h 0 min 5 s", "40 s".
+    static func minutesAndSeconds(_ seconds: Int) -> String {
+        let (h, m, s) = (seconds / 3600, seconds / 60 % 60, seconds % 60)
+        if h > 0 { return "\(h) h \(m) min \(s) s" }
+        return m > 0 ? "\(m) min \(s) s" : "\(s) s"
+    }
+
     /// Tells a client its authorization (always, as the answer to its request).
     mutating func announce(_ id: Int, _ state: AuthorizationState, at wall: Double) {
         if let delivery = publisher.announce(id, state, force: true) { deliver([delivery], at: wall) }
@@ -143,9 +164,9 @@ extension ServerState {
     }
 
     /// Changes the grants in memory at once, and has them written off the fan-out path; `reply` (an admin
-    /// connection) gets GRANTS — or an ERROR — once they are on disk.
-    mutating func changeGrants(reply: Int?, request: String, _ change: (inout GrantSet) -> Void) {
+    /// connection) gets GRANTS — or an ERROR — once they are on disk, with `members` (encoded) added.
+    mutating func changeGrants(reply: Int?, request: String, members: [UInt8] = [], _ change: (inout GrantSet) -> Void) {
         publisher.changeGrants(change)
-        effects.append(.saveGrants(reply: reply, request: request))
+        effects.append(.saveGrants(reply: reply, request: request, members: members))
     }
 }

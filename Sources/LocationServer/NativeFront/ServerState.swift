@@ -23,8 +23,8 @@ enum Effect: Sendable {
     case watchWritable(Int)
     /// Hand `event` back to the state after `delay`.
     case schedule(ServerEvent, after: Duration)
-    /// Write the grants as they are now; then `grantsSaved`.
-    case saveGrants(reply: Int?, request: String)
+    /// Write the grants as they are now; then `grantsSaved`, handing back `members` for the reply.
+    case saveGrants(reply: Int?, request: String, members: [UInt8])
     /// Read the audit file; then `auditRead`.
     case readAudit(reply: Int, since: Double?)
 }
@@ -39,8 +39,9 @@ enum ServerEvent: Sendable {
     case sweep
     /// The accept back-off is over.
     case resumeAccepting
-    /// The grant store was written (nil) or not (the error); `admin` waits for the reply to `request`.
-    case grantsSaved(admin: Int?, request: String, error: Errno?)
+    /// The grant store was written (nil) or not (the error); `admin` waits for the reply to `request`,
+    /// GRANTS with `members` (encoded: GRANT's `effective`, REVOKE's `revoked`) added.
+    case grantsSaved(admin: Int?, request: String, error: Errno?, members: [UInt8])
     case auditRead(admin: Int, lines: [String])
 }
 
@@ -299,12 +300,14 @@ struct ServerState {
             sweepStuckClients(now: now.monotonic)
         case .resumeAccepting:
             accepting.resume()
-        case let .grantsSaved(admin, request, error):
+        case let .grantsSaved(admin, request, error, extra):
             guard let admin else { return }
             if let error {
                 send(admin, ServerMessage.error(request: request, message: "the grant holds until the daemon stops, but the grant store could not be written: \(error)"))
             } else {
-                send(admin, ServerMessage.object("GRANTS", members: grantsMembers(at: now.wall)))
+                var members = grantsMembers(at: now.wall)
+                if !extra.isEmpty { members += [UInt8(ascii: ",")] + extra }
+                send(admin, ServerMessage.object("GRANTS", members: members))
             }
         case let .auditRead(admin, lines):
             var m = JSONMembers()

@@ -173,6 +173,13 @@ struct Publisher {
         return poll
     }
 
+    /// How long until reduced-accuracy pacing lets client `id` have its next report (zero: due now). From
+    /// when its user and program last got a report, nothing else: no fix state, no fix timing.
+    func reducedReportDue(of id: Int, at now: Moment) -> Duration {
+        guard let key = subscribers[id]?.pacingKey else { return .zero }
+        return pacing.timeUntilDue(key, now: now.monotonic, interval: reducedInterval)
+    }
+
     /// A POLL's timeout passed: true when it was still waiting (the client is told no fix came).
     mutating func expirePoll(_ poll: Int, of id: Int) -> Bool {
         guard let subscriber = subscribers[id], let index = subscriber.pendingPolls.firstIndex(of: poll) else { return false }
