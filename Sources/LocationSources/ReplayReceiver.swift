@@ -48,8 +48,6 @@ public final class ReplayReceiver: Receiver, @unchecked Sendable {
     private var countedSentences = 0
     private var countedErrors = 0
     private var atEnd = false
-    /// The pause between two passes of a looping replay at `rate = max`.
-    static let maximumRateLoopPause = Duration.milliseconds(1)
 
     public init(_ configuration: ReceiverConfiguration) {
         guard case let .replay(file, rate, loop) = configuration.source else {
@@ -191,10 +189,8 @@ public final class ReplayReceiver: Receiver, @unchecked Sendable {
             if loop {
                 _ = FileDescriptorOps.seek(capture.rawValue, toOffset: 0)
                 resetDecoding()
-                // One cycle's pause between the end and the start, as a receiver would; as fast as possible,
-                // a millisecond (what the dispatch timer used before gave), so the last epoch of a pass
-                // stands for a moment rather than the first epochs of the next (often no-fix ones).
-                return .wait(rate.map { .seconds(previousInterval / $0) } ?? Self.maximumRateLoopPause)
+                // One cycle's pause between the end and the start, as a receiver would.
+                return .wait(rate.map { .seconds(previousInterval / $0) } ?? .zero)
             }
             core.setState(.unavailable(reason: "end of file \(file)"))
             // Watch for more with backoff.
