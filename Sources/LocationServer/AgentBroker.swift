@@ -60,9 +60,9 @@ struct AgentBroker: Sendable {
         client.integer("pid", Int(identity.pid))
         client.integer("uid", Int(identity.uid))
         client.string("user", identity.user)
-        client.string("exe", identity.executable)
-        client.string("unit", identity.unit)
-        client.string("name", name)
+        client.string("exe", AuditText.bounded(identity.executable))
+        client.string("unit", AuditText.bounded(identity.unit))
+        client.string("name", name.map(AuditText.name))
         m.object("client", client)
         switch ask.question.subject {
         case .authorization(let kind): m.string("request", kind.rawValue)

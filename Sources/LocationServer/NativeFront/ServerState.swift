@@ -25,8 +25,8 @@ enum Effect: Sendable {
     case schedule(ServerEvent, after: Duration)
     /// Write the grants as they are now; then `grantsSaved`.
     case saveGrants(reply: Int?, request: String)
-    /// Read the audit file; then `auditRead`.
-    case readAudit(reply: Int, since: Double?)
+    /// Read a page of the audit files; then `auditRead`.
+    case readAudit(reply: Int, since: Double?, cursor: AuditCursor?, limit: Int?)
 }
 
 /// Timers and completions coming back to the state.
@@ -41,7 +41,7 @@ enum ServerEvent: Sendable {
     case resumeAccepting
     /// The grant store was written (nil) or not (the error); `admin` waits for the reply to `request`.
     case grantsSaved(admin: Int?, request: String, error: Errno?)
-    case auditRead(admin: Int, lines: [String])
+    case auditRead(admin: Int, page: AuditPage)
 }
 
 /// Everything the native front mutates, as one value owned by one `Mutex` in `NativeFront`: the
@@ -53,8 +53,6 @@ struct ServerState {
     var publisher: Publisher
     var connections: [Int: Connection] = [:]
     var broker = AgentBroker()
-    /// Audit records of refusals per user and minute.
-    var refusalAudit = AuditBudget()
     var effects: [Effect] = []
     private var nextID = 1
     private(set) var stopped = false
@@ -307,9 +305,10 @@ struct ServerState {
             } else {
                 send(admin, ServerMessage.object("GRANTS", members: grantsMembers(at: now.wall)))
             }
-        case let .auditRead(admin, lines):
+        case let .auditRead(admin, page):
             var m = JSONMembers()
-            m.rawArray("events", lines)
+            m.rawArray("events", page.lines)
+            m.string("next", page.next?.text)
             send(admin, ServerMessage.object("AUDIT", members: m.bytes))
         }
     }
