@@ -44,4 +44,18 @@ struct AuditBudgetTests {
         for _ in 0..<20 { #expect(budget.admit(uid: 65534, now: Self.start) == .record(omittedBefore: 0)) }
         #expect(budget.admit(uid: 65534, now: Self.start) == .omit)
     }
+
+    @Test("what was left out and not yet reported is handed back once, per user and kind (for the shutdown record)")
+    func takeOmissions() {
+        var budget = AuditBudget(perWindow: 2, window: .seconds(60))
+        _ = Self.recorded(&budget, uid: 9, kind: "delivery", count: 5)
+        _ = Self.recorded(&budget, uid: 1, kind: "decision", count: 12)
+        _ = Self.recorded(&budget, uid: 1, kind: "delivery", count: 2)
+        let taken = budget.takeOmissions()
+        #expect(taken.map(\.key) == [AuditBudget.Key(uid: 1, kind: "decision"), AuditBudget.Key(uid: 9, kind: "delivery")])
+        #expect(taken.map(\.omitted) == [10, 3])
+        #expect(budget.takeOmissions().isEmpty)
+        // Reported once: the next window's first record owes nothing.
+        #expect(budget.admit(uid: 1, kind: "decision", now: Self.start + .seconds(60)) == .record(omittedBefore: 0))
+    }
 }
