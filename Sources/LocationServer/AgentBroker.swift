@@ -62,7 +62,7 @@ struct AgentBroker: Sendable {
         client.string("user", identity.user)
         client.string("exe", AuditText.bounded(identity.executable))
         client.string("unit", AuditText.bounded(identity.unit))
-        client.string("name", name.map(AuditText.name))
+        client.string("name", AuditText.bounded(name, bytes: DisplayText.maximumNameBytes))
         m.object("client", client)
         switch ask.question.subject {
         case .authorization(let kind): m.string("request", kind.rawValue)

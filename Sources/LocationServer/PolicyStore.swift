@@ -73,6 +73,8 @@ public final class PolicyStore: Sendable {
         let now = ContinuousClock.now
         queue.async { [files, log] in
             var event = event
+            // Cut first, so that the note about omissions is never cut off.
+            event.reason = AuditText.bounded(event.reason)
             let bucket = AuditBucket(event: event.event, uid: event.identity.uid)
             if case .user(let uid) = bucket {
                 guard case .record(let omitted) = files.budget.admit(uid: uid, kind: event.event, now: now) else { return }
@@ -83,7 +85,8 @@ public final class PolicyStore: Sendable {
             files.audit.append(Self.line(event, at: wall), to: bucket)
             let identity = event.identity
             log.info("policy \(event.event)", ["client.pid": String(identity.pid), "client.uid": String(identity.uid),
-                                               "client.exe": identity.executable ?? "?", "request": event.request ?? "-",
+                                               "client.exe": AuditText.bounded(identity.executable) ?? "?",
+                                               "request": AuditText.bounded(event.request) ?? "-",
                                                "status": event.status ?? "-", "accuracy": event.accuracy ?? "-",
                                                "reason": event.reason])
         }
@@ -128,12 +131,12 @@ public final class PolicyStore: Sendable {
         client.string("user", AuditText.bounded(event.identity.user))
         client.string("exe", AuditText.bounded(event.identity.executable))
         client.string("unit", AuditText.bounded(event.identity.unit))
-        client.string("name", event.name.map(AuditText.name))
+        client.string("name", AuditText.bounded(event.name, bytes: DisplayText.maximumNameBytes))
         m.object("client", client)
         m.string("request", AuditText.bounded(event.request))
         m.string("status", event.status)
         m.string("accuracy", event.accuracy)
-        m.string("reason", AuditText.bounded(event.reason))
+        m.string("reason", event.reason)  // bounded by `record`
         return Array("{".utf8) + m.bytes + Array("}".utf8)
     }
 }
@@ -147,13 +150,14 @@ enum AuditText {
         DisplayText.escaped(text, maximumScalars: DisplayText.maximumNameScalars, maximumBytes: DisplayText.maximumNameBytes)
     }
 
-    /// A path, unit, user, request or reason: at most 1024 bytes escaped.
-    static func bounded(_ text: String?) -> String? {
-        text.map { DisplayText.escaped($0, maximumScalars: 1024, maximumBytes: 1024) }
+    /// A path, unit, user, request or reason — or a name already cut by `name(_:)`, with `bytes` 400 —
+    /// escaped and cut to at most `bytes` UTF-8 bytes (text already escaped and within it is unchanged).
+    static func bounded(_ text: String?, bytes: Int = 1024) -> String? {
+        text.map { bounded($0, bytes: bytes) }
     }
 
-    static func bounded(_ text: String) -> String {
-        DisplayText.escaped(text, maximumScalars: 1024, maximumBytes: 1024)
+    static func bounded(_ text: String, bytes: Int = 1024) -> String {
+        DisplayText.escaped(text, maximumScalars: .max, maximumBytes: bytes)
     }
 }
 

@@ -35,8 +35,10 @@ extension DisplayText {
 
     /// `text` escaped (`escaped(_:)`) and cut to at most `maximumScalars` of its Unicode scalars and
     /// `maximumBytes` UTF-8 bytes after escaping, whichever comes first; a cut text ends in "…" (counted
-    /// in the bound). Scalars, not characters: a grapheme cluster has no size limit (one "character" of
-    /// combining marks can be kilobytes), a scalar is at most 4 bytes, escaped at most 10 (`\u{10FFFF}`).
+    /// in the bound); a text whose escaped form is within both bounds comes back whole, so cutting an
+    /// already cut text changes nothing. Scalars, not characters: a grapheme cluster has no size limit
+    /// (one "character" of combining marks can be kilobytes), a scalar is at most 4 bytes, escaped at
+    /// most 10 (`\u{10FFFF}`).
     /// - Parameters:
     ///   - maximumScalars: scalars of `text` kept, at least 1.
     ///   - maximumBytes: UTF-8 bytes of the result, at least 13 (room for one escape and "…").
@@ -46,21 +48,17 @@ extension DisplayText {
         var out = ""
         var bytes = 0
         var kept = 0
-        let scalars = text.unicodeScalars
-        var index = scalars.startIndex
-        while index != scalars.endIndex {
-            let scalar = scalars[index]
+        // The bytes of `out` when it last left room for the ellipsis: a cut text ends there.
+        var cut: Int? = nil
+        for scalar in text.unicodeScalars {
             let piece = needsEscape(scalar) ? "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}" : String(scalar)
-            let rest = scalars.index(after: index) == scalars.endIndex
-            // The last piece needs no room for the ellipsis; any other must leave it.
-            let room = maximumBytes - (rest ? 0 : ellipsis.utf8.count)
-            if kept == maximumScalars || bytes + piece.utf8.count > room {
-                return out + ellipsis
+            if kept == maximumScalars || bytes + piece.utf8.count > maximumBytes {
+                return String(decoding: out.utf8.prefix(cut ?? bytes), as: UTF8.self) + ellipsis
             }
+            if cut == nil, bytes + piece.utf8.count > maximumBytes - ellipsis.utf8.count { cut = bytes }
             out += piece
             bytes += piece.utf8.count
             kept += 1
-            index = scalars.index(after: index)
         }
         return out
     }

@@ -53,5 +53,7 @@ struct DisplayTextCapTests {
         var prefix = String.UnicodeScalarView()
         prefix.append(contentsOf: input.unicodeScalars.prefix(keptScalars))
         #expect(out == DisplayText.escaped(String(prefix)) + (whole ? "" : "…"))
+        // Cutting again (the daemon bounds a stored name's bytes once more) changes nothing.
+        #expect(DisplayText.escaped(out, maximumScalars: .max, maximumBytes: DisplayText.maximumNameBytes) == out)
     }
 }
