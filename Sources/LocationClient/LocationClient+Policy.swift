@@ -168,22 +168,33 @@ extension LocationClient {
     }
 
     /// The audit trail (`AUDIT`; root or `admin-group`): every decision, each grant's first delivery of
-    /// a location, every grant and revoke, oldest first.
+    /// a location, every grant and revoke, oldest first — all of it, page after page (protocol 1.2: each
+    /// reply holds one page and the cursor of the next; a 1.1 daemon's single reply is the only page).
     /// - Parameters:
     ///   - since: Unix seconds; only events at or after it. nil: all the daemon kept.
-    ///   - timeout: seconds to wait for the reply.
+    ///   - timeout: seconds to wait for each reply.
     /// - Returns: the events.
     /// - Throws: `LocationClientError.server(request: "AUDIT", ...)`, `.timedOut`, `.disconnected`,
-    ///   `.invalidReply`; `CancellationError`.
+    ///   `.invalidReply` (also for a reply whose cursor does not move on); `CancellationError`.
     public func audit(since: Double? = nil, timeout: Double = 10) async throws -> [AuditEvent] {
-        let line = try await connection.roundTrip(Request.audit(since: since).encoded(), replyClass: "AUDIT", timeout: timeout)
-        guard let elements = JSONText.objectElements(ofArrayMember: "events", in: line.bytes) else {
-            throw LocationClientError.invalidReply("AUDIT reply without an events array")
-        }
-        guard case .audit(let reply)? = line.message, reply.events.count == elements.count else {
-            throw LocationClientError.invalidReply("unreadable AUDIT reply: \(line.result)")
-        }
-        return zip(reply.events, elements).map { event, text in event.event(json: String(decoding: text, as: UTF8.self)) }
+        var events: [AuditEvent] = []
+        var cursor: String? = nil
+        repeat {
+            let request = Request.audit(since: since, cursor: cursor)
+            let line = try await connection.roundTrip(request.encoded(), replyClass: "AUDIT", timeout: timeout)
+            guard let elements = JSONText.objectElements(ofArrayMember: "events", in: line.bytes) else {
+                throw LocationClientError.invalidReply("AUDIT reply without an events array")
+            }
+            guard case .audit(let reply)? = line.message, reply.events.count == elements.count else {
+                throw LocationClientError.invalidReply("unreadable AUDIT reply: \(line.result)")
+            }
+            events += zip(reply.events, elements).map { event, text in event.event(json: String(decoding: text, as: UTF8.self)) }
+            if let next = reply.next, next == cursor || reply.events.isEmpty {
+                throw LocationClientError.invalidReply("AUDIT reply whose next page (\(next)) does not move on")
+            }
+            cursor = reply.next
+        } while cursor != nil
+        return events
     }
 
     private func grantsRoundTrip(_ request: [UInt8], requestClass: String, timeout: Double) async throws -> GrantList {

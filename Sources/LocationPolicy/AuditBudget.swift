@@ -1,42 +1,66 @@
 /// How many audit records of one kind a user may cause per minute; the rest are counted, and the next
-/// recorded event says how many were left out.
+/// recorded event of that user and kind says how many were left out.
 ///
-/// The audit file is bounded, so a user repeating a refused request could otherwise push every earlier
-/// record — who saw the location — out of it. Pure value: the caller keeps the clock.
+/// Every kind a client can cause — decisions (refusals included), first deliveries, questions to agents —
+/// is counted per (uid, kind), so that flooding one kind costs a user nothing of another kind and no user
+/// anything of another user's. Administrators' grants and revokes are not counted here at all: the caller
+/// records them always. Pure value: the caller keeps the clock.
 public struct AuditBudget: Sendable {
     /// What the caller should do with one event.
     public enum Admission: Equatable, Sendable {
-        /// Record it; `omittedBefore` events of this user were left out in the window before.
+        /// Record it; `omittedBefore` events of this user and kind were left out since the last recorded one.
         case record(omittedBefore: Int)
         /// Leave it out (counted).
         case omit
     }
 
-    /// Records per user and window.
+    /// Whose events are counted together: a user (uid from `SO_PEERCRED`) and an event kind
+    /// (`"decision"`, `"delivery"`, ...).
+    public struct Key: Hashable, Sendable {
+        public var uid: UInt32
+        public var kind: String
+
+        /// Makes a key; each parameter is the property of the same name.
+        public init(uid: UInt32, kind: String) {
+            self.uid = uid
+            self.kind = kind
+        }
+    }
+
+    private struct Entry {
+        var start: ContinuousClock.Instant
+        var recorded: Int
+        var omitted: Int
+    }
+
+    /// Records per key and window.
     public let perWindow: Int
     /// The window's length.
     public let window: Duration
-    private var users: [UInt32: (start: ContinuousClock.Instant, recorded: Int, omitted: Int)] = [:]
+    private var entries: [Key: Entry] = [:]
 
     /// - Parameters:
-    ///   - perWindow: records per user in each window (20 by default).
+    ///   - perWindow: records per user and kind in each window (20 by default).
     ///   - window: the window (one minute by default).
     public init(perWindow: Int = 20, window: Duration = .seconds(60)) {
         self.perWindow = perWindow
         self.window = window
     }
 
-    /// Whether an event caused by `uid` at `now` is recorded.
-    public mutating func admit(uid: UInt32, now: ContinuousClock.Instant) -> Admission {
-        var entry = users[uid] ?? (start: now, recorded: 0, omitted: 0)
+    /// Whether an event of `kind` caused by `uid` at `now` is recorded.
+    public mutating func admit(uid: UInt32, kind: String = "", now: ContinuousClock.Instant) -> Admission {
+        let key = Key(uid: uid, kind: kind)
+        var entry = entries[key] ?? Entry(start: now, recorded: 0, omitted: 0)
         var omittedBefore = 0
         if now - entry.start >= window {
             omittedBefore = entry.omitted
-            entry = (start: now, recorded: 0, omitted: 0)
+            entry = Entry(start: now, recorded: 0, omitted: 0)
         }
         defer {
-            if users.count >= 4096 { users = users.filter { now - $0.value.start < window } }
-            users[uid] = entry
+            // Expired entries with nothing left to report are forgotten, so the table holds only the keys
+            // active in the last window (or owing a count).
+            if entries.count >= 4096 { entries = entries.filter { now - $0.value.start < window || $0.value.omitted > 0 } }
+            entries[key] = entry
         }
         guard entry.recorded < perWindow else {
             entry.omitted += 1
@@ -44,5 +68,16 @@ public struct AuditBudget: Sendable {
         }
         entry.recorded += 1
         return .record(omittedBefore: omittedBefore)
+    }
+
+    /// The events left out and not yet reported, per key, and forgets them (e.g. to write one summary
+    /// record each on shutdown). Sorted by uid, then kind.
+    public mutating func takeOmissions() -> [(key: Key, omitted: Int)] {
+        var out: [(key: Key, omitted: Int)] = []
+        for (key, entry) in entries where entry.omitted > 0 {
+            out.append((key, entry.omitted))
+            entries[key]?.omitted = 0
+        }
+        return out.sorted { ($0.key.uid, $0.key.kind) < ($1.key.uid, $1.key.kind) }
     }
 }

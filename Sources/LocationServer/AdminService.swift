@@ -180,8 +180,16 @@ extension ServerState {
                                             accuracy: nil, reason: "by administrator \(by)" + (count == 0 ? "; there was nothing to revoke" : "")),
                                  at: now.wall)
             deliver(publisher.reevaluateAll(because: "revoked by administrator \(by)", at: now.wall), at: now.wall)
-        case let .audit(since):
-            effects.append(.readAudit(reply: id, since: since))
+        case let .audit(since, cursor, limit):
+            var after: AuditCursor? = nil
+            if let cursor {
+                guard let read = AuditCursor(cursor) else {
+                    send(id, ServerMessage.error(request: "AUDIT", message: "cursor must be an AUDIT reply's next, not \"\(AuditText.name(cursor))\""))
+                    return
+                }
+                after = read
+            }
+            effects.append(.readAudit(reply: id, since: since, cursor: after, limit: limit))
         default:
             break
         }

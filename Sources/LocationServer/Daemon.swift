@@ -138,26 +138,10 @@ public final class Daemon: @unchecked Sendable {
 
     /// Starts receivers and server, then serves until SIGTERM or SIGINT; never returns.
     public func run() -> Never {
-        server.start()
         let log = self.log
         let server = self.server
-        receivers.start { event in
-            switch event {
-            case .fix(let fix):
-                server.publish(fix)
-            case .status(let s):
-                switch s.state {
-                case .connected:
-                    log.info("receiver connected", ["receiver.name": s.name, "receiver.path": s.path, "receiver.speed": s.speed.map(String.init) ?? "-"])
-                case .unavailable(let why):
-                    log.warning("receiver unavailable", ["receiver.name": s.name, "receiver.path": s.path, "reason": why])
-                default: break
-                }
-            }
-        }
-        log.notice("locationd \(locationdRelease) started", ["socket": server.listener.path ?? configuration.socketPath,
-                                                             "receivers": String(configuration.receivers.count),
-                                                             "socket.activated": socketActivated ? "yes" : "no"])
+        // Signals are set up before the socket accepts: a client that got its VERSION may send SIGTERM or
+        // SIGHUP at once, and a signal ignored before its source is resumed would be lost.
         for sig in [SIGTERM, SIGINT] {
             signal(sig, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .main)
@@ -183,6 +167,24 @@ public final class Daemon: @unchecked Sendable {
         hangup.setEventHandler { [self] in reload() }
         hangup.resume()
         signalSources.append(hangup)
+        server.start()
+        receivers.start { event in
+            switch event {
+            case .fix(let fix):
+                server.publish(fix)
+            case .status(let s):
+                switch s.state {
+                case .connected:
+                    log.info("receiver connected", ["receiver.name": s.name, "receiver.path": s.path, "receiver.speed": s.speed.map(String.init) ?? "-"])
+                case .unavailable(let why):
+                    log.warning("receiver unavailable", ["receiver.name": s.name, "receiver.path": s.path, "reason": why])
+                default: break
+                }
+            }
+        }
+        log.notice("locationd \(locationdRelease) started", ["socket": server.listener.path ?? configuration.socketPath,
+                                                             "receivers": String(configuration.receivers.count),
+                                                             "socket.activated": socketActivated ? "yes" : "no"])
         // systemd: READY=1 once the receivers are opened (the socket listens already); status, watchdog.
         announceReadiness(deadline: .now() + 5)
         dispatchMain()

@@ -23,6 +23,8 @@ public final class PolicyStore: Sendable {
     private final class Files: @unchecked Sendable {
         let grants: GrantStore
         let audit: AuditLog
+        /// Records per user and kind and minute (`AuditBudget`); grants and revokes are not counted.
+        var budget = AuditBudget()
 
         init(grants: GrantStore, audit: AuditLog) {
             self.grants = grants
@@ -63,26 +65,59 @@ public final class PolicyStore: Sendable {
         }
     }
 
-    /// Appends one audit record (and logs it): who, what was asked, the outcome and why.
+    /// Appends one audit record (and logs it): who, what was asked, the outcome and why — to the file of
+    /// the client's user (`AuditBucket`), within that user's budget for the event's kind (`AuditBudget`:
+    /// the rest are counted, and the next recorded one says how many); an administrator's grant or revoke
+    /// to the administrators' file, always.
     func record(_ event: AuditEvent, at wall: Double) {
+        let now = ContinuousClock.now
         queue.async { [files, log] in
-            files.audit.append(Self.line(event, at: wall))
+            var event = event
+            // Cut first, so that the note about omissions is never cut off.
+            event.reason = AuditText.bounded(event.reason)
+            let bucket = AuditBucket(event: event.event, uid: event.identity.uid)
+            if case .user(let uid) = bucket {
+                guard case .record(let omitted) = files.budget.admit(uid: uid, kind: event.event, now: now) else { return }
+                if omitted > 0 {
+                    event.reason += " (and \(omitted) more \(event.event) events of uid \(uid) before this one, not recorded)"
+                }
+            }
+            files.audit.append(Self.line(event, at: wall), to: bucket)
             let identity = event.identity
             log.info("policy \(event.event)", ["client.pid": String(identity.pid), "client.uid": String(identity.uid),
-                                               "client.exe": identity.executable ?? "?", "request": event.request ?? "-",
+                                               "client.exe": AuditText.bounded(identity.executable) ?? "?",
+                                               "request": AuditText.bounded(event.request) ?? "-",
                                                "status": event.status ?? "-", "accuracy": event.accuracy ?? "-",
                                                "reason": event.reason])
         }
     }
 
-    /// Reads the audit lines at or after `since` (Unix seconds), oldest first, then calls `completion`.
-    func readAudit(since: Double?, completion: @escaping @Sendable ([String]) -> Void) {
-        queue.async { [files] in completion(files.audit.lines(since: since)) }
+    /// Reads one page of the audit (`AuditPage`): the lines at or after `since` (Unix seconds) and after
+    /// `cursor`, oldest first, at most `limit` of them; then calls `completion`.
+    func readAudit(since: Double?, cursor: AuditCursor?, limit: Int?, completion: @escaping @Sendable (AuditPage) -> Void) {
+        queue.async { [files] in
+            completion(files.audit.page(since: since, after: cursor, limit: limit ?? AuditPage.maximumEvents))
+        }
     }
 
-    /// Waits for every write queued so far and flushes the audit file (on shutdown).
+    /// Waits for every write queued so far, records how many events each user had left out since its
+    /// last recorded one (no later event will say it), and flushes the audit files (on shutdown).
     func sync() {
-        queue.sync { files.audit.sync() }
+        let wall = wallClockSeconds()
+        queue.sync {
+            for (key, omitted) in files.budget.takeOmissions() {
+                var m = JSONMembers()
+                m.number("unix", (wall * 1000).rounded() / 1000)
+                m.string("time", isoTime(wall))
+                m.string("event", key.kind)
+                var client = JSONMembers()
+                client.integer("uid", Int(key.uid))
+                m.object("client", client)
+                m.string("reason", "\(omitted) more \(key.kind) events of uid \(key.uid) not recorded before the daemon stopped")
+                files.audit.append(Array("{".utf8) + m.bytes + Array("}".utf8), to: .user(key.uid))
+            }
+            files.audit.sync()
+        }
     }
 
     static func line(_ event: AuditEvent, at wall: Double) -> [UInt8] {
@@ -93,16 +128,36 @@ public final class PolicyStore: Sendable {
         var client = JSONMembers()
         client.integer("pid", Int(event.identity.pid))
         client.integer("uid", Int(event.identity.uid))
-        client.string("user", event.identity.user)
-        client.string("exe", event.identity.executable)
-        client.string("unit", event.identity.unit)
-        client.string("name", event.name)
+        client.string("user", AuditText.bounded(event.identity.user))
+        client.string("exe", AuditText.bounded(event.identity.executable))
+        client.string("unit", AuditText.bounded(event.identity.unit))
+        client.string("name", AuditText.bounded(event.name, bytes: DisplayText.maximumNameBytes))
         m.object("client", client)
-        m.string("request", event.request)
+        m.string("request", AuditText.bounded(event.request))
         m.string("status", event.status)
         m.string("accuracy", event.accuracy)
-        m.string("reason", event.reason)
+        m.string("reason", event.reason)  // bounded by `record`
         return Array("{".utf8) + m.bytes + Array("}".utf8)
+    }
+}
+
+/// Bounds on text a client influences — its declared name, its executable's path, its unit, a purpose key
+/// echoed in a reason — in audit records and agent questions: escaped (`DisplayText`), then cut to a few
+/// hundred bytes, so that a record is at most a few KiB whatever a client sends or names itself.
+enum AuditText {
+    /// A declared name: at most 200 scalars and 400 bytes escaped.
+    static func name(_ text: String) -> String {
+        DisplayText.escaped(text, maximumScalars: DisplayText.maximumNameScalars, maximumBytes: DisplayText.maximumNameBytes)
+    }
+
+    /// A path, unit, user, request or reason — or a name already cut by `name(_:)`, with `bytes` 400 —
+    /// escaped and cut to at most `bytes` UTF-8 bytes (text already escaped and within it is unchanged).
+    static func bounded(_ text: String?, bytes: Int = 1024) -> String? {
+        text.map { bounded($0, bytes: bytes) }
+    }
+
+    static func bounded(_ text: String, bytes: Int = 1024) -> String {
+        DisplayText.escaped(text, maximumScalars: .max, maximumBytes: bytes)
     }
 }
 

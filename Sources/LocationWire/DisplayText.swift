@@ -26,3 +26,40 @@ public enum DisplayText {
         }
     }
 }
+
+extension DisplayText {
+    /// The most Unicode scalars of a declared name kept (`AUTHORIZE.name`).
+    public static let maximumNameScalars = 200
+    /// The most UTF-8 bytes of a declared name once escaped.
+    public static let maximumNameBytes = 400
+
+    /// `text` escaped (`escaped(_:)`) and cut to at most `maximumScalars` of its Unicode scalars and
+    /// `maximumBytes` UTF-8 bytes after escaping, whichever comes first; a cut text ends in "…" (counted
+    /// in the bound); a text whose escaped form is within both bounds comes back whole, so cutting an
+    /// already cut text changes nothing. Scalars, not characters: a grapheme cluster has no size limit
+    /// (one "character" of combining marks can be kilobytes), a scalar is at most 4 bytes, escaped at
+    /// most 10 (`\u{10FFFF}`).
+    /// - Parameters:
+    ///   - maximumScalars: scalars of `text` kept, at least 1.
+    ///   - maximumBytes: UTF-8 bytes of the result, at least 13 (room for one escape and "…").
+    /// - Returns: the escaped text, at most `maximumBytes` bytes.
+    public static func escaped(_ text: String, maximumScalars: Int, maximumBytes: Int) -> String {
+        let ellipsis = "…"
+        var out = ""
+        var bytes = 0
+        var kept = 0
+        // The bytes of `out` when it last left room for the ellipsis: a cut text ends there.
+        var cut: Int? = nil
+        for scalar in text.unicodeScalars {
+            let piece = needsEscape(scalar) ? "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}" : String(scalar)
+            if kept == maximumScalars || bytes + piece.utf8.count > maximumBytes {
+                return String(decoding: out.utf8.prefix(cut ?? bytes), as: UTF8.self) + ellipsis
+            }
+            if cut == nil, bytes + piece.utf8.count > maximumBytes - ellipsis.utf8.count { cut = bytes }
+            out += piece
+            bytes += piece.utf8.count
+            kept += 1
+        }
+        return out
+    }
+}

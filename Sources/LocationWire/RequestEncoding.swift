@@ -39,8 +39,10 @@ extension Request {
             w.field("expires", expires)
         case .revoke(let subject):
             subject.write(to: &w)
-        case .audit(let since):
+        case let .audit(since, cursor, limit):
             w.field("since", since)
+            w.field("cursor", cursor)
+            w.field("limit", limit)
         }
         w.end()
         return w.bytes

@@ -2,7 +2,9 @@
 public enum ProtocolVersion {
     public static let major = 1
     /// 1: GRANT and REVOKE take `user` together with `executable` or `unit`.
-    public static let minor = 1
+    /// 2: AUDIT answers in pages (`limit`, `cursor` and the reply's `next`), each far below a client's line
+    /// limit; a request without `cursor` gets the first page, where a 1.1 daemon sent every event.
+    public static let minor = 2
     /// The largest request line accepted, bytes (newline excluded).
     public static let maximumRequestLength = 16 * 1024
 }
@@ -33,8 +35,10 @@ public enum Request: Equatable, Sendable {
     case grant(subject: GrantTarget, kind: AuthorizationKind, accuracy: AccuracyAuthorization, expires: Double?)
     /// Revoke every grant of a subject (admin); takes effect at once.
     case revoke(subject: GrantTarget)
-    /// The audit events at or after `since` (Unix seconds) (admin).
-    case audit(since: Double?)
+    /// One page of the audit events at or after `since` (Unix seconds), oldest first (admin): the first
+    /// page, or the one after `cursor` (the previous reply's `next`); at most `limit` events (1…256;
+    /// nil: as many as fit in a page).
+    case audit(since: Double?, cursor: String? = nil, limit: Int? = nil)
 
     /// The request's class name, for replies and errors.
     public var className: String {
@@ -210,7 +214,10 @@ public enum RequestParser {
             }
             return .grant(subject: target, kind: kind, accuracy: accuracy, expires: members.expires)
         case "AUDIT":
-            return .audit(since: members.since)
+            if let limit = members.limit, !(1...256).contains(limit) {
+                throw RequestError(request: name, message: "limit must be an integer from 1 to 256")
+            }
+            return .audit(since: members.since, cursor: members.cursor, limit: members.limit)
         default:
             throw RequestError(request: name, message: "unknown class \"\(name)\"")
         }
@@ -235,6 +242,8 @@ public enum RequestParser {
         var kind: String?
         var expires: Double?
         var since: Double?
+        var cursor: String?
+        var limit: Int?
 
         /// - Throws: `RequestError` for `request`: "KEY must be true or false" / "a number" / "a string" /
         ///   "Int", or "invalid JSON" for a number the member's type cannot hold.
@@ -271,6 +280,8 @@ public enum RequestParser {
             kind = try string("kind")
             expires = try double("expires")
             since = try double("since")
+            cursor = try string("cursor")
+            limit = try integer("limit")
         }
     }
 

@@ -85,7 +85,8 @@ extension ServerMessage {
         case "GRANTS":
             return .grants(try Grants(m))
         case "AUDIT":
-            return .audit(Audit(events: try m.objects("events").map { e throws(ServerMessageError) in try AuditRecord(e) }))
+            return .audit(Audit(events: try m.objects("events").map { e throws(ServerMessageError) in try AuditRecord(e) },
+                                next: try m.string("next")))
         default:
             throw ServerMessageError(className: name, message: "unknown class \"\(name)\"")
         }

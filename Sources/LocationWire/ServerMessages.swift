@@ -167,13 +167,19 @@ public enum ServerMessage: Equatable, Sendable {
         }
     }
 
-    /// `AUDIT` reply: the audit events, oldest first (`events`).
+    /// `AUDIT` reply: one page of the audit events, oldest first (`events`), and where the next page
+    /// starts (`next`, absent on the last page; protocol 1.2).
     public struct Audit: Equatable, Sendable {
         /// The events, oldest first.
         public var events: [AuditRecord]
+        /// The cursor for the next page (send it as the request's `cursor`); nil when this page is the last.
+        public var next: String?
 
         /// Makes the value; each parameter is the property of the same name (units there).
-        public init(events: [AuditRecord]) { self.events = events }
+        public init(events: [AuditRecord], next: String? = nil) {
+            self.events = events
+            self.next = next
+        }
     }
 }
 
@@ -317,6 +323,7 @@ extension ServerMessage {
             g.writeMembers(to: &w)
         case .audit(let audit):
             w.objects("events", audit.events) { $0.writeMembers(to: &$1) }
+            w.field("next", audit.next)
         }
         w.end()
         w.append(to: &out)

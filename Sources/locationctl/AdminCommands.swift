@@ -294,7 +294,8 @@ enum AuditCommand {
         location, when, and how precisely. One row per event: the time (UTC); the event — 'decision'
         (a request for authorization or location and its outcome), 'delivery' (the first location
         under a grant), 'grant' or 'revoke' (an administrator's); the client (executable, or systemd
-        unit, and user); the request; the resulting status and accuracy; and the reason.
+        unit, and user); the request; the resulting status and accuracy; and the reason. Every page
+        of the daemon's answer is read, however large the log.
 
         options:
           --since TIME    only events from TIME on: a UTC time in ISO 8601 form

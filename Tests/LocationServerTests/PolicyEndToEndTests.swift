@@ -269,7 +269,7 @@ struct PolicyEndToEndTests {
             #expect(out.components(separatedBy: #""class":"ERROR""#).count - 1 == 50)  // each is still refused, and told so
         }
         usleep(300_000)
-        let audit = FileManager.default.contents(atPath: daemon.directory + "/state/audit.jsonl").map { String(decoding: $0, as: UTF8.self) } ?? ""
+        let audit = FileManager.default.contents(atPath: daemon.directory + "/state/audit-uid-65534.jsonl").map { String(decoding: $0, as: UTF8.self) } ?? ""
         let refusals = audit.split(separator: "\n").filter { $0.contains(#""event":"decision""#) && $0.contains(#""uid":65534"#) }
         #expect(refusals.count == 20, "\(audit.suffix(1000))")
     }

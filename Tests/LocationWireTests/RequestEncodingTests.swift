@@ -60,6 +60,8 @@ struct RequestEncodingTests {
          #"{"class":"GRANT","unit":"navit.service","user":"alice","kind":"persistent","accuracy":"full"}"#),
         (.revoke(subject: .executable("/usr/bin/navit")), #"{"class":"REVOKE","executable":"/usr/bin/navit"}"#),
         (.audit(since: 1_764_480_000), #"{"class":"AUDIT","since":1764480000}"#),
+        (.audit(since: 1_764_480_000, cursor: "1764480000.5:1", limit: 100),
+         #"{"class":"AUDIT","since":1764480000,"cursor":"1764480000.5:1","limit":100}"#),
     ]
 
     @Test("the protocol page's lines, byte for byte", arguments: lines)

@@ -43,6 +43,7 @@ struct RequestParserTests {
         (#"{"class":"REVOKE","unit":"navit.service","user":"1000"}"#, .revoke(subject: .unit("navit.service", user: "1000"))),
         (#"{"class":"AUDIT"}"#, .audit(since: nil)),
         (#"{"class":"AUDIT","since":1700000000.5}"#, .audit(since: 1_700_000_000.5)),
+        (#"{"class":"AUDIT","cursor":"1700000000.5:3","limit":256}"#, .audit(since: nil, cursor: "1700000000.5:3", limit: 256)),
         // Unknown members are ignored (PROTOCOL.md "Conventions"); null is the same as absent.
         (#"{"class":"WATCH","json":true,"device":"/dev/ttyUSB0","scaled":{"a":[1,2]}}"#, .watch(enable: true, minInterval: 0, distanceFilter: 0)),
         (#"{"class":"POLL","timeout":null,"enable":null}"#, .poll(timeout: 10)),
@@ -137,6 +138,9 @@ struct RequestParserTests {
         (#"{"class":"GRANT","user":"a","kind":true}"#, "GRANT", "kind must be a string"),
         (#"{"class":"GRANT","user":"a","expires":"soon"}"#, "GRANT", "expires must be a number"),
         (#"{"class":"AUDIT","since":"yesterday"}"#, "AUDIT", "since must be a number"),
+        (#"{"class":"AUDIT","cursor":7}"#, "AUDIT", "cursor must be a string"),
+        (#"{"class":"AUDIT","limit":0}"#, "AUDIT", "limit must be an integer from 1 to 256"),
+        (#"{"class":"AUDIT","limit":257}"#, "AUDIT", "limit must be an integer from 1 to 256"),
         (#"{"class":"STATUS","enable":1}"#, "STATUS", "enable must be true or false"),
         (#"{"class":"NOPE","timeout":"x"}"#, "NOPE", "timeout must be a number"),
         (#"{"class":"WATCH","since":"x","enable":1}"#, "WATCH", "enable must be true or false"),

@@ -20,8 +20,8 @@ struct ServerMessageTests {
 
     /// The example lines of docs/PROTOCOL.md, with the values they stand for read off the page.
     static let documented: [(line: String, message: ServerMessage)] = [
-        (#"{"class":"VERSION","release":"0.1.0","proto_major":1,"proto_minor":1}"#,
-         .version(.init(release: "0.1.0", protocolMajor: 1, protocolMinor: 1))),
+        (#"{"class":"VERSION","release":"0.1.0","proto_major":1,"proto_minor":2}"#,
+         .version(.init(release: "0.1.0", protocolMajor: 1, protocolMinor: 2))),
         (#"{"class":"WATCH","enable":true,"minInterval":1.0,"distanceFilter":10}"#,
          .watch(.init(enable: true, minInterval: 1, distanceFilter: 10))),
         (#"{"class":"POLL","tpv":[{"class":"TPV","mode":3,"time":"2007-04-08T09:53:08.801Z","lat":-27.210781667,"lon":153.05213,"accuracy":"full"}]}"#,
@@ -58,6 +58,13 @@ struct ServerMessageTests {
          .audit(.init(events: [.init(unixTime: 1_764_480_000.5, time: utc(2025, 11, 30, 5, 20, 0, ms: 500), event: "decision",
                                      client: ClientDescription(pid: 4242, uid: 1000), request: "AUTHORIZE", status: "authorizedOnce",
                                      accuracy: .full, reason: "one-time grant by [policy] default")]))),
+        // Protocol 1.2: a page and the cursor of the next one.
+        (#"{"class":"AUDIT","events":[{"unix":1764480000.5,"time":"2025-11-30T05:20:00.500Z","event":"decision","client":{"pid":4242,"uid":1000,"user":"alice","exe":"/usr/bin/navit","name":"My Navigator"},"request":"AUTHORIZE","status":"authorizedOnce","accuracy":"full","reason":"..."}],"next":"1764480000.5:1"}"#,
+         .audit(.init(events: [.init(unixTime: 1_764_480_000.5, time: utc(2025, 11, 30, 5, 20, 0, ms: 500), event: "decision",
+                                     client: ClientDescription(pid: 4242, uid: 1000, user: "alice", executable: "/usr/bin/navit",
+                                                               name: "My Navigator"),
+                                     request: "AUTHORIZE", status: "authorizedOnce", accuracy: .full, reason: "...")],
+                      next: "1764480000.5:1"))),
     ]
 
     @Test("the protocol page's lines decode to what they say", arguments: documented)

@@ -28,13 +28,15 @@ open class LineSocket: @unchecked Sendable {
 
     deinit { close(fd) }
 
-    /// Writes `line` and a newline.
+    /// Writes `line` and a newline. A server that closed the connection makes it fail quietly
+    /// (`MSG_NOSIGNAL`): a SIGPIPE would end the whole test run.
     public func send(_ line: String) {
-        _ = FileDescriptorOps.writeAll(fd, Array((line + "\n").utf8))
+        sendRaw(Array((line + "\n").utf8))
     }
 
+    /// Writes `bytes` as they are (see `send`).
     public func sendRaw(_ bytes: [UInt8]) {
-        _ = FileDescriptorOps.writeAll(fd, bytes)
+        _ = UnixSocketOps.sendAll(fd, bytes)
     }
 
     /// The next line (without its newline), waiting up to `timeout` seconds; nil on timeout or when the

@@ -147,10 +147,10 @@ public final class NativeFront: Sendable {
                 guard let self else { return }
                 self.queue.async { self.post(.grantsSaved(admin: reply, request: request, error: error, members: members)) }
             }
-        case let .readAudit(reply, since):
-            store.readAudit(since: since) { [weak self] lines in
+        case let .readAudit(reply, since, cursor, limit):
+            store.readAudit(since: since, cursor: cursor, limit: limit) { [weak self] page in
                 guard let self else { return }
-                self.queue.async { self.post(.auditRead(admin: reply, lines: lines)) }
+                self.queue.async { self.post(.auditRead(admin: reply, page: page)) }
             }
         }
     }

@@ -27,7 +27,7 @@ extension ServerState {
         case .status:
             status(id, at: now)
         case let .authorize(kind, accuracy, name):
-            if let name { publisher.setDisplayName(String(DisplayText.escaped(String(name.prefix(200)))), of: id) }
+            if let name { publisher.setDisplayName(AuditText.name(name), of: id) }
             authorize(id, .authorize(kind, accuracy), request: "AUTHORIZE", at: now)
         case .authorization:
             let state = publisher.authorization(of: id, at: now.wall)
@@ -54,18 +54,11 @@ extension ServerState {
     }
 
     /// The client's authorization for a location request; an unauthorized client gets its status, then
-    /// an ERROR — never a location — and the refusal is audited within the user's budget.
+    /// an ERROR — never a location — and the refusal is audited (within the user's budget: `PolicyStore.record`).
     private mutating func requireAuthorization(_ id: Int, request: String, at now: Moment) -> AuthorizationState? {
         let state = publisher.authorization(of: id, at: now.wall)
         guard state.status.isAuthorized else {
-            if let subscriber = publisher.subscribers[id],
-               case .record(let omitted) = refusalAudit.admit(uid: subscriber.identity.uid, now: now.monotonic) {
-                var reason = state.reason
-                if omitted > 0 {
-                    reason += " (and \(omitted) more refusals of uid \(subscriber.identity.uid) in the minute before, not recorded)"
-                }
-                audit("decision", id, request: request, status: state.status.rawValue, accuracy: nil, reason: reason, at: now.wall)
-            }
+            audit("decision", id, request: request, status: state.status.rawValue, accuracy: nil, reason: state.reason, at: now.wall)
             if let delivery = publisher.announce(id, state, force: true) { deliver([delivery], at: now.wall) }
             send(id, ServerMessage.error(request: request, message: "not authorized (\(state.status.rawValue)): \(state.reason)"))
             return nil

@@ -25,8 +25,8 @@ enum Effect: Sendable {
     case schedule(ServerEvent, after: Duration)
     /// Write the grants as they are now; then `grantsSaved`, handing back `members` for the reply.
     case saveGrants(reply: Int?, request: String, members: [UInt8])
-    /// Read the audit file; then `auditRead`.
-    case readAudit(reply: Int, since: Double?)
+    /// Read a page of the audit files; then `auditRead`.
+    case readAudit(reply: Int, since: Double?, cursor: AuditCursor?, limit: Int?)
 }
 
 /// Timers and completions coming back to the state.
@@ -42,7 +42,7 @@ enum ServerEvent: Sendable {
     /// The grant store was written (nil) or not (the error); `admin` waits for the reply to `request`,
     /// GRANTS with `members` (encoded: GRANT's `effective`, REVOKE's `revoked`) added.
     case grantsSaved(admin: Int?, request: String, error: Errno?, members: [UInt8])
-    case auditRead(admin: Int, lines: [String])
+    case auditRead(admin: Int, page: AuditPage)
 }
 
 /// Everything the native front mutates, as one value owned by one `Mutex` in `NativeFront`: the
@@ -54,8 +54,6 @@ struct ServerState {
     var publisher: Publisher
     var connections: [Int: Connection] = [:]
     var broker = AgentBroker()
-    /// Audit records of refusals per user and minute.
-    var refusalAudit = AuditBudget()
     var effects: [Effect] = []
     private var nextID = 1
     private(set) var stopped = false
@@ -309,9 +307,10 @@ struct ServerState {
                 if !extra.isEmpty { members += [UInt8(ascii: ",")] + extra }
                 send(admin, ServerMessage.object("GRANTS", members: members))
             }
-        case let .auditRead(admin, lines):
+        case let .auditRead(admin, page):
             var m = JSONMembers()
-            m.rawArray("events", lines)
+            m.rawArray("events", page.lines)
+            m.string("next", page.next?.text)
             send(admin, ServerMessage.object("AUDIT", members: m.bytes))
         }
     }

@@ -1,0 +1,116 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import LocationPosix
+
+/// The audit files: one JSON object per line, in the state directory — `audit.jsonl` for the
+/// administrators' grants and revokes, `audit-uid-N.jsonl` for each user N's clients — each capped by
+/// `AuditRetention` (the older part moves to `….1`). Which program saw your location, when, how precisely.
+///
+/// Every call goes through the syscall funnel. `@unchecked Sendable`: `open` is unguarded; sound because
+/// its one owner, `PolicyStore`, calls it on its own serial queue only.
+public final class AuditLog: @unchecked Sendable {
+    /// The state directory.
+    public let directory: String
+    /// The administrators' file (`directory/audit.jsonl`).
+    public let path: String
+    let retention: AuditRetention
+    /// Files kept open for appending, with their sizes; at most `maximumOpen`.
+    private var open: [AuditBucket: (fd: Int32, size: Int)] = [:]
+    private let maximumOpen = 16
+
+    /// - Parameters:
+    ///   - directory: the state directory.
+    ///   - retention: each bucket's cap (256 KiB per user, 1 MiB for the administrators by default).
+    init(directory: String, retention: AuditRetention = AuditRetention()) {
+        self.directory = directory
+        path = directory + "/audit.jsonl"
+        self.retention = retention
+    }
+
+    /// The file of a daemon before per-user buckets: one cap for every bucket (tests).
+    public convenience init(directory: String, maximumBytes: Int) {
+        self.init(directory: directory, retention: AuditRetention(userBytes: maximumBytes, administratorBytes: maximumBytes))
+    }
+
+    deinit {
+        for (_, file) in open { FileDescriptorOps.close(file.fd) }
+    }
+
+    /// Appends one event line (already JSON, newline added here) to the administrators' file.
+    public func append(_ line: [UInt8]) { append(line, to: .administrators) }
+
+    /// Appends one event line (already JSON, newline added here) to `bucket`'s file.
+    func append(_ line: [UInt8], to bucket: AuditBucket) {
+        let bytes = line + [10]
+        guard var file = file(bucket) else { return }
+        if retention.rotates(bucket, size: file.size, adding: bytes.count) {
+            FileDescriptorOps.close(file.fd)
+            open[bucket] = nil
+            let current = directory + "/" + bucket.fileName
+            _ = FileDescriptorOps.rename(current, to: current + ".1")
+            guard let fresh = self.file(bucket) else { return }
+            file = fresh
+        }
+        if case .success = FileDescriptorOps.writeAll(file.fd, bytes) { open[bucket]?.size = file.size + bytes.count }
+    }
+
+    /// The open file of `bucket`, opened (mode 0600, appending) when it is not; nil when it cannot be.
+    private func file(_ bucket: AuditBucket) -> (fd: Int32, size: Int)? {
+        if let file = open[bucket] { return file }
+        if open.count >= maximumOpen { flush(closing: true) }
+        guard case .success(let fd) = FileDescriptorOps.open(directory + "/" + bucket.fileName,
+                                                             flags: O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, mode: 0o600) else {
+            return nil
+        }
+        let size = (try? FileDescriptorOps.size(fd).get()) ?? 0
+        open[bucket] = (fd, size)
+        return (fd, size)
+    }
+
+    /// Flushes every open file to disk, closing them when `closing`.
+    private func flush(closing: Bool) {
+        for (_, file) in open {
+            _ = FileDescriptorOps.fsync(file.fd)
+            if closing { FileDescriptorOps.close(file.fd) }
+        }
+        if closing { open = [:] }
+    }
+
+    /// Every record of every bucket, current and older files, as (Unix seconds, line); unordered.
+    func records() -> [(unixTime: Double?, line: String)] {
+        var out: [(unixTime: Double?, line: String)] = []
+        for name in fileNames() {
+            guard case .success(let bytes) = FileDescriptorOps.readFile(atPath: directory + "/" + name) else { continue }
+            for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
+                out.append((Self.unixTime(of: line), String(line)))
+            }
+        }
+        return out
+    }
+
+    /// One `AUDIT` page (`AuditPage.select`) from every bucket.
+    func page(since: Double?, after cursor: AuditCursor?, limit: Int = AuditPage.maximumEvents) -> AuditPage {
+        AuditPage.select(records(), since: since, after: cursor, limit: min(limit, AuditPage.maximumEvents))
+    }
+
+    /// Flushes every open file to disk (on shutdown).
+    public func sync() { flush(closing: false) }
+
+    /// The lines at or after `since` (Unix seconds), oldest first, from every bucket's files.
+    public func lines(since: Double?) -> [String] {
+        AuditPage.select(records(), since: since, after: nil, limit: Int.max, maximumBytes: Int.max).lines
+    }
+
+    /// The audit files in the directory, by name.
+    func fileNames() -> [String] {
+        guard case .success(let names) = FileDescriptorOps.directoryEntries(atPath: directory) else { return [] }
+        return names.filter { AuditBucket(fileName: $0) != nil }.sorted()
+    }
+
+    static func unixTime(of line: Substring) -> Double? {
+        guard let r = line.firstRange(of: "\"unix\":") else { return nil }
+        let rest = line[r.upperBound...].prefix { $0.isNumber || $0 == "." }
+        return Double(rest)
+    }
+}
