@@ -352,23 +352,13 @@ final class Connection: Sendable {
     }
 }
 
-/// Runs `body` on a new detached thread (pthread_create(3)); returns the error number when the thread
-/// could not be created.
+/// Runs `body` on a new detached thread (`PosixThread.detach`, the project's one trampoline); returns the
+/// error number when the thread could not be created.
 private func spawnThread(_ body: @escaping @Sendable () -> Void) -> Errno? {
-    final class Box {
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-    let box = Unmanaged.passRetained(Box(body)).toOpaque()
-    var thread = pthread_t()
-    let result = pthread_create(&thread, nil, { raw in
-        Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
+    do {
+        try PosixThread.detach(body)
         return nil
-    }, box)
-    guard result == 0 else {
-        Unmanaged<Box>.fromOpaque(box).release()
-        return Errno(rawValue: result)
+    } catch {
+        return error
     }
-    pthread_detach(thread)
-    return nil
 }

@@ -24,6 +24,7 @@ public struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     public static let permissionDenied = Errno(rawValue: EACCES)
     public static let badFileDescriptor = Errno(rawValue: EBADF)
     public static let brokenPipe = Errno(rawValue: EPIPE)
+    public static let fileExists = Errno(rawValue: EEXIST)
     public static let connectionRefused = Errno(rawValue: ECONNREFUSED)
     public static let connectionReset = Errno(rawValue: ECONNRESET)
     public static let invalidArgument = Errno(rawValue: EINVAL)

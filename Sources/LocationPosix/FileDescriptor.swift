@@ -76,6 +76,11 @@ public enum FileDescriptorOps {
         return funnel(.stat) { locationd_file_identity(path, &device, &inode) }.map { _ in (device, inode) }
     }
 
+    /// mkdir(2).
+    public static func makeDirectory(_ path: String, mode: mode_t) -> Result<Void, Errno> {
+        funnel(.mkdir) { mkdir(path, mode) }.map { _ in () }
+    }
+
     /// fstat(2): the inode of an open descriptor.
     public static func inode(of fd: Int32) -> Result<UInt64, Errno> {
         var st = stat()

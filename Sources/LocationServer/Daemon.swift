@@ -130,8 +130,8 @@ public final class Daemon: @unchecked Sendable {
         var partial = ""
         for component in path.split(separator: "/") {
             partial += "/" + component
-            if mkdir(partial, mode) != 0 && errno != EEXIST {
-                throw DaemonError.stateDirectory(path: path, errno: .current)
+            if case .failure(let e) = FileDescriptorOps.makeDirectory(partial, mode: mode), e != .fileExists {
+                throw DaemonError.stateDirectory(path: path, errno: e)
             }
         }
     }

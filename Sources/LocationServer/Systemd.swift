@@ -134,6 +134,8 @@ public final class SystemdNotifier: @unchecked Sendable {
     /// `RELOADING=1` (with `MONOTONIC_USEC`, as systemd 253's `Type=notify-reload` wants it); the
     /// reload ends with `ready(status:)`.
     public func reloading() {
+        // sd_notify(3) wants CLOCK_MONOTONIC itself, which on Linux is not the clock ContinuousClock
+        // reads (CLOCK_BOOTTIME counts suspended time too).
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
         let usec = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000

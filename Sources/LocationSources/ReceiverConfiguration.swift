@@ -147,33 +147,14 @@ extension ReceiverConfiguration {
         }
     }
 
-    /// Parses a config duration — the one duration grammar of the config file (`stale-after`,
-    /// `client-timeout`, `once-lifetime`, `ask-timeout`, `reduced-interval`): a number of seconds, or a
-    /// number with `ms`, `s`, `min`, `h` or `d` (`500ms`, `30s`, `15min`, `1h`, `7d`; a space before the
-    /// unit is allowed).
+    /// Parses a config duration (`stale-after`, `client-timeout`, `once-lifetime`, `ask-timeout`,
+    /// `reduced-interval`) with the project's one duration grammar, `DurationText` (`500ms`, `30s`,
+    /// `15min`, `1h`, `7d`, `1h 30min`; a bare number is seconds).
     /// - Returns: the duration, or nil for anything else (negative, not finite, unknown unit).
     public static func duration(_ text: String) -> Duration? {
-        let units: [(String, Double)] = [("ms", 0.001), ("min", 60), ("s", 1), ("h", 3600), ("d", 86400)]
-        var number = Substring(text)
-        var scale = 1.0
-        for (suffix, factor) in units where text.hasSuffix(suffix) {
-            number = number.dropLast(suffix.count)
-            scale = factor
-            break
-        }
-        guard let v = Double(number.trimmingCharacters()), v.isFinite, v >= 0, v * scale < 1e15 else { return nil }
-        return .seconds(v * scale)
+        DurationText.parse(text)
     }
 
     /// `duration(_:)` in seconds, for settings kept as seconds.
     public static func seconds(_ text: String) -> Double? { duration(text)?.inSeconds }
-}
-
-extension StringProtocol {
-    func trimmingCharacters() -> String {
-        var s = Substring(self)
-        while s.first == " " { s = s.dropFirst() }
-        while s.last == " " { s = s.dropLast() }
-        return String(s)
-    }
 }

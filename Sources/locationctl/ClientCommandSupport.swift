@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Dispatch
 import LocationClient
 import LocationCore
 import LocationWire
@@ -283,36 +284,9 @@ func unixNow() -> Double {
     return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
 }
 
-/// Parses a duration: one or more numbers, each with a unit — `s`/`sec`/`seconds`, `m`/`min`/`minutes`,
-/// `h`/`hr`/`hours`, `d`/`days`, `w`/`weeks` — e.g. `30s`, `15min`, `1h`, `7d`, `1h 30min`; a bare
-/// number is seconds. Returns seconds; nil when the text is not of that form.
+/// Parses a duration (`DurationText`, the grammar the config file uses too), in seconds.
 func parseDuration(_ text: String) -> Double? {
-    let units: [String: Double] = [
-        "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
-        "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
-        "h": 3600, "hr": 3600, "hrs": 3600, "hour": 3600, "hours": 3600,
-        "d": 86_400, "day": 86_400, "days": 86_400,
-        "w": 604_800, "week": 604_800, "weeks": 604_800,
-    ]
-    var characters = Substring(text.trimmingSpaces)
-    guard !characters.isEmpty else { return nil }
-    var total = 0.0
-    while !characters.isEmpty {
-        characters = characters.drop { $0 == " " }
-        let number = characters.prefix { $0.isASCII && ($0.isNumber || $0 == ".") }
-        guard !number.isEmpty, let value = Double(number) else { return nil }
-        characters = characters.dropFirst(number.count).drop { $0 == " " }
-        let unit = characters.prefix { $0.isLetter }
-        characters = characters.dropFirst(unit.count)
-        if unit.isEmpty {
-            guard characters.isEmpty else { return nil }
-            total += value
-        } else {
-            guard let scale = units[String(unit)] else { return nil }
-            total += value * scale
-        }
-    }
-    return total.isFinite ? total : nil
+    DurationText.parse(text).map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }
 }
 
 /// Parses a UTC time in ISO 8601 form: `2026-11-30`, `2026-11-30T05:00Z`, `2026-11-30T05:00:00Z`,
@@ -397,19 +371,8 @@ func renderTable(_ rows: [[String]], rightAligned: Set<Int> = []) -> String {
 
 // MARK: - Threads
 
-/// Runs `body` on a new detached thread (pthread_create(3)), for blocking reads that must not hold one
-/// of Swift concurrency's threads.
+/// Runs `body` on a thread of its own (a Dispatch worker: the blocking read of standard input must not
+/// hold one of Swift concurrency's few threads; Dispatch starts another worker for other work).
 func startThread(_ body: @escaping @Sendable () -> Void) {
-    final class Box {
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-    let box = Unmanaged.passRetained(Box(body)).toOpaque()
-    var thread = pthread_t()
-    let result = pthread_create(&thread, nil, { raw in
-        Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue().body()
-        return nil
-    }, box)
-    precondition(result == 0, "pthread_create failed: \(result)")
-    pthread_detach(thread)
+    DispatchQueue.global(qos: .userInitiated).async(execute: body)
 }

@@ -1,0 +1,41 @@
+/// The one grammar for durations written by people — the config file (`once-lifetime = 1h`,
+/// `stale-after = 500ms`) and locationctl's options (`--expires 7d`, `--since "1h 30min"`).
+///
+/// One or more numbers, each with a unit: `ms`; `s`, `sec`, `second(s)`; `m`, `min`, `minute(s)`; `h`,
+/// `hr`, `hour(s)`; `d`, `day(s)`; `w`, `week(s)` — e.g. `500ms`, `30s`, `15min`, `1h 30min`, `7d`. A bare
+/// number alone is seconds. Numbers are decimal, not negative.
+public enum DurationText {
+    static let units: [String: Double] = [
+        "ms": 0.001,
+        "s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
+        "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
+        "h": 3600, "hr": 3600, "hrs": 3600, "hour": 3600, "hours": 3600,
+        "d": 86_400, "day": 86_400, "days": 86_400,
+        "w": 604_800, "week": 604_800, "weeks": 604_800,
+    ]
+
+    /// Parses `text`; nil when it is not of the form above, or is longer than about 30 million years.
+    public static func parse(_ text: String) -> Duration? {
+        var rest = Substring(text).drop { $0 == " " }
+        while rest.last == " " { rest = rest.dropLast() }
+        guard !rest.isEmpty else { return nil }
+        var total = 0.0
+        while !rest.isEmpty {
+            rest = rest.drop { $0 == " " }
+            let number = rest.prefix { $0.isASCII && ($0.isNumber || $0 == ".") }
+            guard !number.isEmpty, let value = Double(number) else { return nil }
+            rest = rest.dropFirst(number.count).drop { $0 == " " }
+            let unit = rest.prefix { $0.isLetter }
+            rest = rest.dropFirst(unit.count)
+            if unit.isEmpty {
+                guard rest.isEmpty, total == 0 else { return nil }
+                total = value
+            } else {
+                guard let scale = units[String(unit)] else { return nil }
+                total += value * scale
+            }
+        }
+        guard total.isFinite, total < 1e15 else { return nil }
+        return .seconds(total)
+    }
+}

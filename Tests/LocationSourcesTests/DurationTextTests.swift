@@ -1,0 +1,20 @@
+import LocationCore
+import Testing
+
+/// The one duration grammar (config file and locationctl).
+@Suite("Duration text")
+struct DurationTextTests {
+    @Test("durations people write", arguments: [
+        ("30", 30.0), ("30s", 30), ("500ms", 0.5), ("15min", 900), ("15 min", 900), ("1h", 3600), ("7d", 604_800),
+        ("2w", 1_209_600), ("1h 30min", 5400), ("1h30m", 5400), ("  45 seconds ", 45), ("0.25s", 0.25), ("1.5h", 5400),
+    ])
+    func parses(text: String, seconds: Double) throws {
+        let d = try #require(DurationText.parse(text))
+        #expect(abs(Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18 - seconds) < 1e-9)
+    }
+
+    @Test("anything else is refused", arguments: ["", " ", "-5s", "5 parsecs", "1h 30", "h", "1e3s", "1..5s", "30 30", "999999999999999999d"])
+    func refuses(text: String) {
+        #expect(DurationText.parse(text) == nil)
+    }
+}
