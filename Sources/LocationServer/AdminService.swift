@@ -1,3 +1,4 @@
+import LocationCore
 import LocationPolicy
 import LocationPosix
 import LocationWire
@@ -51,63 +52,39 @@ enum AdminService {
         return "no such user \"\(user)\" (give a user name or a uid as digits)"
     }
 
-    /// The `effective` member of the reply to GRANT.
-    static func effectiveMembers(_ effect: GrantEffect) -> [UInt8] {
-        var inner = JSONMembers()
-        inner.string("accuracy", effect.accuracy?.rawValue)
-        inner.string("reason", effect.reason)
-        var m = JSONMembers()
-        m.object("effective", inner)
-        return m.bytes
-    }
-
     /// Who did it, for the audit and the stored grant: "alice (uid 1000)".
     static func by(_ identity: ClientIdentity) -> String {
         "\(identity.user ?? "uid \(identity.uid)") (uid \(identity.uid))"
     }
 
-    /// The GRANTS members: persistent grants, pre-approvals, and the live one-time grants.
-    static func grantsMembers(_ grants: GrantSet, once: [(identity: ClientIdentity, session: SessionAuthorization)],
-                              at wall: Double) -> [UInt8] {
-        func subjectMembers(_ s: GrantSubject, into m: inout JSONMembers) {
+    /// The GRANTS message: persistent grants, pre-approvals, and the live one-time grants.
+    static func grantsMessage(_ grants: GrantSet, once: [(identity: ClientIdentity, session: SessionAuthorization)],
+                              at wall: Double) -> ServerMessage.Grants {
+        func target(_ s: GrantSubject) -> GrantTarget {
             switch s {
-            case let .executable(e, user): m.string("executable", e); m.string("user", user)
-            case let .unit(u, user): m.string("unit", u); m.string("user", user)
-            case .user(let u): m.string("user", u)
+            case let .executable(e, user): return .executable(e, user: user)
+            case let .unit(u, user): return .unit(u, user: user)
+            case .user(let u): return .user(u)
             }
         }
-        var m = JSONMembers()
-        m.objects("persistent", grants.persistent.map { g in
-            var item = JSONMembers()
-            subjectMembers(g.subject, into: &item)
-            item.bool("allowed", g.allowed)
-            item.string("accuracy", g.accuracy.rawValue)
-            item.string("created", isoTime(g.created))
-            item.string("expires", g.expires.map(isoTime))
-            item.string("decidedBy", g.decidedBy)
-            return item
-        })
-        m.objects("preapproved", grants.preapprovals.map { p in
-            var item = JSONMembers()
-            subjectMembers(p.subject, into: &item)
-            item.string("accuracy", p.accuracy.rawValue)
-            item.string("created", isoTime(p.created))
-            item.string("expires", p.expires.map(isoTime))
-            return item
-        })
-        m.objects("once", once.compactMap { client -> JSONMembers? in
-            guard let grant = client.session.once, wall < grant.expires else { return nil }
-            var item = JSONMembers()
-            item.integer("pid", Int(client.identity.pid))
-            item.integer("uid", Int(client.identity.uid))
-            item.string("exe", client.identity.executable)
-            item.string("unit", client.identity.unit)
-            item.string("accuracy", (client.session.temporaryFullAccuracy != nil ? AccuracyAuthorization.full : grant.accuracy).rawValue)
-            item.string("granted", isoTime(grant.granted))
-            item.string("expires", isoTime(grant.expires))
-            return item
-        })
-        return m.bytes
+        func time(_ unix: Double) -> UTCTime { UTCTime(unixSeconds: unix) }
+        return ServerMessage.Grants(
+            persistent: grants.persistent.map { g in
+                ServerMessage.Grants.Stored(subject: target(g.subject), allowed: g.allowed, accuracy: g.accuracy,
+                                            created: time(g.created), expires: g.expires.map(time), decidedBy: g.decidedBy)
+            },
+            preapproved: grants.preapprovals.map { p in
+                ServerMessage.Grants.Preapproved(subject: target(p.subject), accuracy: p.accuracy, created: time(p.created),
+                                                 expires: p.expires.map(time))
+            },
+            once: once.compactMap { client in
+                guard let grant = client.session.once, wall < grant.expires else { return nil }
+                return ServerMessage.Grants.OneTime(
+                    pid: Int(client.identity.pid), uid: Int(client.identity.uid), executable: client.identity.executable,
+                    unit: client.identity.unit,
+                    accuracy: client.session.temporaryFullAccuracy != nil ? .full : grant.accuracy,
+                    granted: time(grant.granted), expires: time(grant.expires))
+            })
     }
 }
 
@@ -128,7 +105,7 @@ extension ServerState {
         case let .answer(ask, answer, accuracy):
             self.answer(ask, answer, accuracy: accuracy, from: id, by: by, at: now)
         case .grants:
-            send(id, ServerMessage.object("GRANTS", members: grantsMembers(at: now.wall)))
+            send(id, ServerMessage.grants(grantsMessage(at: now.wall)).encoded())
         case let .grant(target, kind, accuracy, expires):
             if let why = AdminService.refusal(target) {
                 send(id, ServerMessage.error(request: "GRANT", message: why))
@@ -139,7 +116,8 @@ extension ServerState {
             let until = expires.map { now.wall + $0 }
             let effect = publisher.policy.rules.effect(ofGranting: level, kind: kind, to: subject,
                                                        userAliases: AdminService.aliases(of: AdminService.user(of: target)))
-            changeGrants(reply: id, request: "GRANT", members: AdminService.effectiveMembers(effect)) {
+            changeGrants(reply: id, request: "GRANT",
+                         extra: ServerMessage.Grants(effective: ServerMessage.Grants.Effective(accuracy: effect.accuracy, reason: effect.reason))) {
                 if kind == .once {
                     $0.preapprovals.append(Preapproval(subject: subject, accuracy: level, created: now.wall, expires: until))
                 } else {
@@ -166,9 +144,7 @@ extension ServerState {
             let kept = publisher.policy.grants.persistent.filter { !revoked($0.subject) }.count
                 + publisher.policy.grants.preapprovals.filter { !revoked($0.subject) }.count
             count += stored - kept
-            var members = JSONMembers()
-            members.integer("revoked", count)
-            changeGrants(reply: id, request: "REVOKE", members: members.bytes) {
+            changeGrants(reply: id, request: "REVOKE", extra: ServerMessage.Grants(revoked: count)) {
                 $0.persistent.removeAll { revoked($0.subject) }
                 $0.preapprovals.removeAll { revoked($0.subject) }
             }
@@ -195,11 +171,11 @@ extension ServerState {
         }
     }
 
-    /// The GRANTS members as the grants stand now.
-    func grantsMembers(at wall: Double) -> [UInt8] {
+    /// The GRANTS message as the grants stand now.
+    func grantsMessage(at wall: Double) -> ServerMessage.Grants {
         let once = publisher.subscribers.keys.sorted().compactMap { id in
             publisher.subscribers[id].map { (identity: $0.identity, session: $0.session) }
         }
-        return AdminService.grantsMembers(publisher.policy.grants, once: once, at: wall)
+        return AdminService.grantsMessage(publisher.policy.grants, once: once, at: wall)
     }
 }

@@ -108,7 +108,7 @@ public final class PolicyStore: Sendable {
             for (key, omitted) in files.budget.takeOmissions() {
                 var m = JSONMembers()
                 m.number("unix", (wall * 1000).rounded() / 1000)
-                m.string("time", isoTime(wall))
+                m.string("time", UTCTime(unixSeconds: wall).iso8601)
                 m.string("event", key.kind)
                 var client = JSONMembers()
                 client.integer("uid", Int(key.uid))
@@ -123,7 +123,7 @@ public final class PolicyStore: Sendable {
     static func line(_ event: AuditEvent, at wall: Double) -> [UInt8] {
         var m = JSONMembers()
         m.number("unix", (wall * 1000).rounded() / 1000)
-        m.string("time", isoTime(wall))
+        m.string("time", UTCTime(unixSeconds: wall).iso8601)
         m.string("event", event.event)
         var client = JSONMembers()
         client.integer("pid", Int(event.identity.pid))
@@ -159,12 +159,4 @@ enum AuditText {
     static func bounded(_ text: String, bytes: Int = 1024) -> String {
         DisplayText.escaped(text, maximumScalars: .max, maximumBytes: bytes)
     }
-}
-
-/// ISO 8601 UTC with milliseconds for a Unix time.
-func isoTime(_ unixSeconds: Double) -> String {
-    let ms = Int((unixSeconds * 1000).rounded(.down))
-    let day = UTCTime.millisecondsPerDay
-    let days = ms >= 0 ? ms / day : (ms - day + 1) / day
-    return UTCTime(date: CivilDate(daysSinceUnixEpoch: days), millisecondsOfDay: ms - days * day).iso8601
 }

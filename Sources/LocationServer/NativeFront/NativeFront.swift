@@ -142,10 +142,10 @@ public final class NativeFront: Sendable {
             queue.asyncAfter(deadline: .now() + .nanoseconds(Int(delay / .nanoseconds(1)))) { [weak self] in
                 self?.post(event)
             }
-        case let .saveGrants(reply, request, members):
+        case let .saveGrants(reply, request, extra):
             store.save(s.publisher.policy.grants) { [weak self] error in
                 guard let self else { return }
-                self.queue.async { self.post(.grantsSaved(admin: reply, request: request, error: error, members: members)) }
+                self.queue.async { self.post(.grantsSaved(admin: reply, request: request, error: error, extra: extra)) }
             }
         case let .readAudit(reply, since, cursor, limit):
             store.readAudit(since: since, cursor: cursor, limit: limit) { [weak self] page in

@@ -157,9 +157,11 @@ extension ServerState {
     }
 
     /// Changes the grants in memory at once, and has them written off the fan-out path; `reply` (an admin
-    /// connection) gets GRANTS — or an ERROR — once they are on disk, with `members` (encoded) added.
-    mutating func changeGrants(reply: Int?, request: String, members: [UInt8] = [], _ change: (inout GrantSet) -> Void) {
+    /// connection) gets GRANTS — or an ERROR — once they are on disk, with `extra`'s `effective` and
+    /// `revoked` added.
+    mutating func changeGrants(reply: Int?, request: String, extra: ServerMessage.Grants = ServerMessage.Grants(),
+                               _ change: (inout GrantSet) -> Void) {
         publisher.changeGrants(change)
-        effects.append(.saveGrants(reply: reply, request: request, members: members))
+        effects.append(.saveGrants(reply: reply, request: request, extra: extra))
     }
 }

@@ -23,8 +23,8 @@ enum Effect: Sendable {
     case watchWritable(Int)
     /// Hand `event` back to the state after `delay`.
     case schedule(ServerEvent, after: Duration)
-    /// Write the grants as they are now; then `grantsSaved`, handing back `members` for the reply.
-    case saveGrants(reply: Int?, request: String, members: [UInt8])
+    /// Write the grants as they are now; then `grantsSaved`, handing back `extra` for the reply.
+    case saveGrants(reply: Int?, request: String, extra: ServerMessage.Grants)
     /// Read a page of the audit files; then `auditRead`.
     case readAudit(reply: Int, since: Double?, cursor: AuditCursor?, limit: Int?)
 }
@@ -40,8 +40,8 @@ enum ServerEvent: Sendable {
     /// The accept back-off is over.
     case resumeAccepting
     /// The grant store was written (nil) or not (the error); `admin` waits for the reply to `request`,
-    /// GRANTS with `members` (encoded: GRANT's `effective`, REVOKE's `revoked`) added.
-    case grantsSaved(admin: Int?, request: String, error: Errno?, members: [UInt8])
+    /// GRANTS with `extra`'s `effective` (GRANT) and `revoked` (REVOKE) added.
+    case grantsSaved(admin: Int?, request: String, error: Errno?, extra: ServerMessage.Grants)
     case auditRead(admin: Int, page: AuditPage)
 }
 
@@ -303,9 +303,10 @@ struct ServerState {
             if let error {
                 send(admin, ServerMessage.error(request: request, message: "the grant holds until the daemon stops, but the grant store could not be written: \(error)"))
             } else {
-                var members = grantsMembers(at: now.wall)
-                if !extra.isEmpty { members += [UInt8(ascii: ",")] + extra }
-                send(admin, ServerMessage.object("GRANTS", members: members))
+                var grants = grantsMessage(at: now.wall)
+                grants.effective = extra.effective
+                grants.revoked = extra.revoked
+                send(admin, ServerMessage.grants(grants).encoded())
             }
         case let .auditRead(admin, page):
             var m = JSONMembers()
