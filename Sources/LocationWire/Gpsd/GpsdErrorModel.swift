@@ -159,8 +159,8 @@ public struct GpsdErrorModel: Sendable {
 
     private var previous: Previous?
     /// gpsd's DOP store, which lives as long as the device's session: a DOP the receiver reports replaces the
-    /// stored one, and one computed from the satellites fills only a DOP still unknown (`fill_dop()` never
-    /// overwrites, and gpsd's NMEA driver never clears them), so gpsd's computed xdop/ydop are the first ones.
+    /// stored one (GGA's HDOP, GSA's PDOP/HDOP/VDOP), and one it never reports is computed from the epoch's
+    /// used satellites (`fill_dop()`; xdop and ydop always are).
     private var dop = GpsdDOP()
 
     public init() {}
@@ -172,13 +172,13 @@ public struct GpsdErrorModel: Sendable {
         // epoch; most receivers send GSA after GGA/RMC, so the VDOP and PDOP then in gpsd's store are the
         // previous epoch's (GGA's HDOP is the current one). The estimates take the store as it was; the epoch's
         // own GSA DOPs enter it afterwards, for the next epoch.
-        if let v = fix.dop.horizontal { dop.hdop = v }
+        if let v = fix.dop.horizontal { dop.hdop = v; reported.hdop = true }
         fillComputed(fix.satellites)
         let current = dop
-        if let v = fix.dop.vertical { dop.vdop = v }
-        if let v = fix.dop.position { dop.pdop = v }
-        if let v = fix.dop.time { dop.tdop = v }
-        if let v = fix.dop.geometric { dop.gdop = v }
+        if let v = fix.dop.vertical { dop.vdop = v; reported.vdop = true }
+        if let v = fix.dop.position { dop.pdop = v; reported.pdop = true }
+        if let v = fix.dop.time { dop.tdop = v; reported.tdop = true }
+        if let v = fix.dop.geometric { dop.gdop = v; reported.gdop = true }
         fillComputed(fix.satellites)
         e.dop = dop
         let dop = current
@@ -222,19 +222,23 @@ public struct GpsdErrorModel: Sendable {
         return e
     }
 
-    /// Fills the DOPs still unknown from the geometry of the used satellites (gpsd `fill_dop()`).
+    /// Sets xdop and ydop, and each DOP the receiver never reported, from the geometry of the used satellites
+    /// (gpsd `fill_dop()`); with too few satellites for a solution they stay as they were.
     private mutating func fillComputed(_ satellites: [Satellite]) {
-        guard dop.xdop == nil || dop.ydop == nil || dop.hdop == nil || dop.vdop == nil || dop.pdop == nil
-            || dop.tdop == nil || dop.gdop == nil else { return }
-        let computed = GpsdDOP.filled(reported: DilutionOfPrecision(), satellites: satellites)
-        dop.xdop = dop.xdop ?? computed.xdop
-        dop.ydop = dop.ydop ?? computed.ydop
-        dop.hdop = dop.hdop ?? computed.hdop
-        dop.vdop = dop.vdop ?? computed.vdop
-        dop.pdop = dop.pdop ?? computed.pdop
-        dop.tdop = dop.tdop ?? computed.tdop
-        dop.gdop = dop.gdop ?? computed.gdop
+        guard let computed = GpsdDOP.losInverse(satellites).map({ _ in
+            GpsdDOP.filled(reported: DilutionOfPrecision(), satellites: satellites)
+        }) else { return }
+        dop.xdop = computed.xdop
+        dop.ydop = computed.ydop
+        if !reported.hdop { dop.hdop = computed.hdop }
+        if !reported.vdop { dop.vdop = computed.vdop }
+        if !reported.pdop { dop.pdop = computed.pdop }
+        if !reported.tdop { dop.tdop = computed.tdop }
+        if !reported.gdop { dop.gdop = computed.gdop }
     }
+
+    /// Which DOPs the receiver has reported at least once (those are never replaced by computed ones).
+    private var reported = (hdop: false, vdop: false, pdop: false, tdop: false, gdop: false)
 
     /// gpsd's `EMAX(x, y)`, `x > y ? x : y`, with its NaN behaviour: an absent `x` gives `y`, an absent `y` nil.
     static func emax(_ x: Double?, _ y: Double?) -> Double? {
