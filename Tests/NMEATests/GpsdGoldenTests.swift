@@ -148,7 +148,10 @@ struct GpsdGoldenTests {
                 guard let list = m.first(where: { $0.0 == "satellites" })?.1 else { return [] }
                 return Set(list.dropFirst().dropLast().split(separator: "}").map { $0.drop { $0 == "," || $0 == "{" } })
             }
-            if satellites(expected) == satellites(actual) { sameSatellites += 1 }
+            if satellites(expected) == satellites(actual) { sameSatellites += 1 } else if shown < 2 {
+                shown += 1
+                print("\(name) satellites \(time)\n  gpsd only: \(satellites(expected).subtracting(satellites(actual)).sorted())\n  ours only: \(satellites(actual).subtracting(satellites(expected)).sorted())")
+            }
             let head = { (m: [(String, String)]) in m.filter { $0.0 != "satellites" }.map { $0.0 + "=" + $0.1 } }
             if head(expected) == head(actual) { same += 1 } else if shown < 3 {
                 shown += 1
