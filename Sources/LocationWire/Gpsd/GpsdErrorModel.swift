@@ -7,9 +7,9 @@ import LocationCore
 
 /// The error estimates and derived fields gpsd adds to every TPV, for one fix.
 ///
-/// All are gpsd's figures (gpsd 3.22 `gpsd/libgpsd_core.c`, `gpsd_error_model()` and `fill_dop()`), not the
-/// receiver's own: a receiver's GST or PGRME figures do not enter them, exactly as in gpsd. Metres unless
-/// stated; nil where gpsd prints nothing.
+/// All are gpsd's figures (gpsd 3.22 `gpsd/libgpsd_core.c`, `gpsd_error_model()` and `fill_dop()`): DOP × UERE,
+/// except that a receiver's GBS expected errors are epx/epy/epv as gpsd's NMEA driver reports them; GST and
+/// PGRME figures do not enter them, as in gpsd 3.22. Metres unless stated; nil where gpsd prints nothing.
 public struct GpsdEstimates: Hashable, Sendable {
     /// Estimated time error, seconds (gpsd_json(5) TPV.ept): gpsd's constant 0.005 whenever the fix has a time.
     public var ept: Double?
@@ -193,11 +193,15 @@ public struct GpsdErrorModel: Sendable {
         }
         if fix.mode.hasPosition {
             let u = Self.uere(differential: fix.quality == .dgps)
+            // The receiver's own expected errors (GBS) are kept, as gpsd keeps what a driver set.
+            e.epx = fix.expectedErrors?.longitude
+            e.epy = fix.expectedErrors?.latitude
+            e.epv = fix.expectedErrors?.altitude
             if dop.hdop != nil {
-                e.epx = dop.xdop.map { $0 * u.horizontal }
-                e.epy = dop.ydop.map { $0 * u.horizontal }
+                if e.epx == nil { e.epx = dop.xdop.map { $0 * u.horizontal } }
+                if e.epy == nil { e.epy = dop.ydop.map { $0 * u.horizontal } }
             }
-            if fix.mode == .threeDimensional { e.epv = dop.vdop.map { $0 * u.vertical } }
+            if fix.mode == .threeDimensional, e.epv == nil { e.epv = dop.vdop.map { $0 * u.vertical } }
             e.eph = dop.hdop.map { $0 * u.position }
             e.sep = dop.pdop.map { $0 * u.position }
             if deltaTime > 0, let prev = previous, prev.mode.hasPosition {
