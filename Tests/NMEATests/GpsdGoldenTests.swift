@@ -11,7 +11,7 @@ import Testing
 /// Left out of the comparison, because they vary per run or are not ours to match: `device` (the pty gpsfake
 /// opened), the date (gpsd guesses a year for captures without one), and `magvar`/`magtrack` when the receiver
 /// sent no magnetic variation (gpsd then computes one from its own world model, which the front does not carry;
-/// docs/GPSD.md).
+/// docs/GPSD.md), and `velN`/`velE`/`velD` (from SkyTraq's proprietary `$PSTI,030`, not decoded).
 @Suite("gpsd 3.22 goldens")
 struct GpsdGoldenTests {
     static let goldens = ["skytraq-dgps.log", "haicom-305N.log", "ublox-neo-m9n-nmea.log"]
@@ -51,6 +51,8 @@ struct GpsdGoldenTests {
     static func normalized(_ m: [(String, String)], dropMagnetic: Bool) -> [(String, String)] {
         m.compactMap { key, value in
             if key == "device" { return nil }
+            // NED velocities gpsd reads from SkyTraq's proprietary $PSTI,030, which we do not decode.
+            if key == "velN" || key == "velE" || key == "velD" { return nil }
             if dropMagnetic && (key == "magvar" || key == "magtrack") { return nil }
             if key == "time" { return (key, String(value.split(separator: "T").last ?? "")) }
             return (key, value)
@@ -131,13 +133,13 @@ struct GpsdGoldenTests {
         print("gpsd golden \(name): \(same)/\(total) TPV lines identical")
         for (k, n) in fieldTotal.sorted(by: { $0.key < $1.key }) { print("  \(k): \(fieldSame[k, default: 0])/\(n)") }
         #expect(total > 20)
-        #expect(Double(same) >= Double(total) * Self.tpvFloor, "\(name): \(same)/\(total) identical")
+        #expect(Double(same) >= Double(total) * (Self.tpvFloor[name] ?? 1), "\(name): \(same)/\(total) identical")
     }
 
     @Test("our SKY lines equal gpsd's", arguments: goldens)
     func skyLines(name: String) throws {
         let theirs = try Self.gpsdEpochs(name), ours = try Self.ourEpochs(name)
-        var same = 0, total = 0, sameSatellites = 0
+        var same = 0, total = 0, sameSatellites = 0, sameShape = 0
         var shown = 0
         for (time, epoch) in theirs.sorted(by: { $0.key < $1.key }) {
             guard let g = epoch.sky, let o = ours[time]?.sky else { continue }
@@ -153,17 +155,28 @@ struct GpsdGoldenTests {
                 print("\(name) satellites \(time)\n  gpsd only: \(satellites(expected).subtracting(satellites(actual)).sorted())\n  ours only: \(satellites(actual).subtracting(satellites(expected)).sorted())")
             }
             let head = { (m: [(String, String)]) in m.filter { $0.0 != "satellites" }.map { $0.0 + "=" + $0.1 } }
+            // The shape: member names in order, and the satellites (PRN, gnssid, svid, el, az) regardless of signal
+            // strength and used flags, which gpsd samples at a different point of the cycle.
+            let shape = { (m: [(String, String)]) -> [String] in
+                m.map(\.0) + satellites(m).map { sat in
+                    sat.split(separator: ",").filter { !$0.hasPrefix("\"ss\"") && !$0.hasPrefix("\"used\"") }.joined(separator: ",")
+                }.sorted()
+            }
+            if shape(expected) == shape(actual) { sameShape += 1 }
             if head(expected) == head(actual) { same += 1 } else if shown < 3 {
                 shown += 1
                 print("\(name) SKY \(time)\n  gpsd: \(head(expected))\n  ours: \(head(actual))")
             }
         }
-        print("gpsd golden \(name): \(same)/\(total) SKY heads identical, \(sameSatellites)/\(total) satellite lists")
+        print("gpsd golden \(name): \(same)/\(total) SKY heads identical, \(sameShape)/\(total) same members and satellites, \(sameSatellites)/\(total) satellite lists identical")
         #expect(total > 20)
-        #expect(Double(sameSatellites) >= Double(total) * Self.skyFloor)
+        #expect(Double(sameShape) >= Double(total) * (Self.skyFloor[name] ?? 1))
     }
 
-    /// Floors: the share of epochs whose lines must be identical (measured figures in docs/GPSD.md).
-    static let tpvFloor = 0.0
-    static let skyFloor = 0.0
+    /// Floors: the share of epochs whose lines must be identical, a little under the measured figures
+    /// (docs/GPSD.md; measured 34/93, 63/68, 37/59 TPV; SKY shape 21/31, 17/23, 0/58). What differs is timing —
+    /// which sentence of the cycle gpsd computed a field at — and, for the u-blox, the used flags of a
+    /// multi-constellation receiver (our GSA reading, issue 13's SKY item).
+    static let tpvFloor: [String: Double] = ["skytraq-dgps.log": 0.33, "haicom-305N.log": 0.9, "ublox-neo-m9n-nmea.log": 0.6]
+    static let skyFloor: [String: Double] = ["skytraq-dgps.log": 0.6, "haicom-305N.log": 0.7, "ublox-neo-m9n-nmea.log": 0]
 }
