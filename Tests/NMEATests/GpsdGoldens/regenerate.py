@@ -42,7 +42,7 @@ def run(name, port):
     with open(os.path.join(here, name + ".gpsd"), "wb") as out:
         out.write(("# What %s sent a watcher for ../shared/nmea-logs/%s, byte for byte (CR LF kept).\n"
                    "# Made by Tests/NMEATests/GpsdGoldens/regenerate.py: gpsfake -1 -S -c 0.02, then\n"
-                   "# ?WATCH={\"enable\":true,\"json\":true}; over TCP. Device paths and times of day vary per run.\n"
+                   "# ?WATCH={\"enable\":true,\"json\":true}; over TCP. Device paths, activation times and the year gpsd guesses for undated captures vary per run.\n"
                    % (version, name)).encode())
         out.write(data)
 
