@@ -9,9 +9,8 @@ import Testing
 ///
 /// Compared per epoch: gpsd's last TPV (and last SKY) before the next fix time, against ours for that time.
 /// Left out of the comparison, because they vary per run or are not ours to match: `device` (the pty gpsfake
-/// opened), the date (gpsd guesses a year for captures without one), and `magvar`/`magtrack` when the receiver
-/// sent no magnetic variation (gpsd then computes one from its own world model, which the front does not carry;
-/// docs/GPSD.md), and `velN`/`velE`/`velD` (from SkyTraq's proprietary `$PSTI,030`, not decoded).
+/// opened), the date (gpsd guesses a year for captures without one), and `velN`/`velE`/`velD` (from SkyTraq's
+/// proprietary `$PSTI,030`, not decoded).
 @Suite("gpsd 3.22 goldens")
 struct GpsdGoldenTests {
     static let goldens = ["skytraq-dgps.log", "haicom-305N.log", "ublox-neo-m9n-nmea.log"]
@@ -48,12 +47,11 @@ struct GpsdGoldenTests {
     }
 
     /// Drops what the comparison leaves out (see the suite's comment); the date part of `time`.
-    static func normalized(_ m: [(String, String)], dropMagnetic: Bool) -> [(String, String)] {
+    static func normalized(_ m: [(String, String)]) -> [(String, String)] {
         m.compactMap { key, value in
             if key == "device" { return nil }
             // NED velocities gpsd reads from SkyTraq's proprietary $PSTI,030, which we do not decode.
             if key == "velN" || key == "velE" || key == "velD" { return nil }
-            if dropMagnetic && (key == "magvar" || key == "magtrack") { return nil }
             if key == "time" { return (key, String(value.split(separator: "T").last ?? "")) }
             return (key, value)
         }
@@ -106,9 +104,6 @@ struct GpsdGoldenTests {
 
     @Test("our TPV lines equal gpsd's, member for member", arguments: goldens)
     func tpvLines(name: String) throws {
-        let receiverMagvar = try String(decoding: Captures.bytes(name), as: UTF8.self)
-            .split(whereSeparator: { $0 == "\n" || $0 == "\r\n" }).contains { $0.contains("RMC") && $0.split(separator: ",", omittingEmptySubsequences: false).count > 10
-                && !$0.split(separator: ",", omittingEmptySubsequences: false)[10].isEmpty }
         let theirs = try Self.gpsdEpochs(name), ours = try Self.ourEpochs(name)
         var same = 0, total = 0
         var fieldSame: [String: Int] = [:], fieldTotal: [String: Int] = [:]
@@ -116,8 +111,8 @@ struct GpsdGoldenTests {
         for (time, epoch) in theirs.sorted(by: { $0.key < $1.key }) {
             guard let g = epoch.tpv else { continue }
             total += 1
-            let expected = Self.normalized(g, dropMagnetic: !receiverMagvar)
-            let actual = ours[time]?.tpv.map { Self.normalized($0, dropMagnetic: !receiverMagvar) } ?? []
+            let expected = Self.normalized(g)
+            let actual = ours[time]?.tpv.map { Self.normalized($0) } ?? []
             let a = Dictionary(actual, uniquingKeysWith: { x, _ in x })
             for (k, v) in expected {
                 fieldTotal[k, default: 0] += 1
@@ -144,8 +139,8 @@ struct GpsdGoldenTests {
         for (time, epoch) in theirs.sorted(by: { $0.key < $1.key }) {
             guard let g = epoch.sky, let o = ours[time]?.sky else { continue }
             total += 1
-            let expected = Self.normalized(g, dropMagnetic: false)
-            let actual = Self.normalized(o, dropMagnetic: false)
+            let expected = Self.normalized(g)
+            let actual = Self.normalized(o)
             func satellites(_ m: [(String, String)]) -> Set<Substring> {
                 guard let list = m.first(where: { $0.0 == "satellites" })?.1 else { return [] }
                 return Set(list.dropFirst().dropLast().split(separator: "}").map { $0.drop { $0 == "," || $0 == "{" } })

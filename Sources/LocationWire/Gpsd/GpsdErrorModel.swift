@@ -31,13 +31,16 @@ public struct GpsdEstimates: Hashable, Sendable {
     public var epd: Double?
     /// Course over ground relative to magnetic north, degrees 0..<360 (TPV.magtrack): track + magnetic variation.
     public var magneticTrack: Double?
+    /// Magnetic variation, degrees, east positive (TPV.magvar): the receiver's when it gives one larger than
+    /// 0.09° (gpsd reads 0.0 as "not given"), else gpsd's world table (`GpsdMagneticVariation`).
+    public var magneticVariation: Double?
     /// The dilutions of precision gpsd reports in SKY: the receiver's where it gives them, else computed from the
     /// used satellites' elevations and azimuths (`fill_dop()`); xdop and ydop always computed.
     public var dop: GpsdDOP
 
     public init(ept: Double? = nil, epx: Double? = nil, epy: Double? = nil, epv: Double? = nil, eph: Double? = nil,
                 sep: Double? = nil, eps: Double? = nil, epc: Double? = nil, epd: Double? = nil,
-                magneticTrack: Double? = nil, dop: GpsdDOP = GpsdDOP()) {
+                magneticTrack: Double? = nil, magneticVariation: Double? = nil, dop: GpsdDOP = GpsdDOP()) {
         self.ept = ept
         self.epx = epx
         self.epy = epy
@@ -48,6 +51,7 @@ public struct GpsdEstimates: Hashable, Sendable {
         self.epc = epc
         self.epd = epd
         self.magneticTrack = magneticTrack
+        self.magneticVariation = magneticVariation
         self.dop = dop
     }
 }
@@ -186,9 +190,17 @@ public struct GpsdErrorModel: Sendable {
         var deltaTime = -1.0
         if let now, let prev = previous { deltaTime = Double(now - prev.milliseconds) / 1000 }
         if now != nil { e.ept = Self.timeError }
-        if let track = fix.track, let variation = fix.magneticVariation, fix.mode.hasPosition {
-            var m = (track + variation).truncatingRemainder(dividingBy: 360)
-            if m < 0 { m += 360 }
+        if fix.hasPosition, let la = fix.latitude, let lo = fix.longitude {
+            if let v = fix.magneticVariation, abs(v) > 0.09 {
+                e.magneticVariation = v
+            } else {
+                e.magneticVariation = GpsdMagneticVariation.degrees(latitude: la, longitude: lo)
+            }
+        }
+        if let track = fix.track, let variation = e.magneticVariation {
+            // gpsd's DEG_NORM: one turn added or removed.
+            var m = track + variation
+            if m < 0 { m += 360 } else if m >= 360 { m -= 360 }
             e.magneticTrack = m
         }
         if fix.mode.hasPosition {

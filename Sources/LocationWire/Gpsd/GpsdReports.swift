@@ -38,7 +38,7 @@ public enum GpsdReports {
             w.number("epv", estimates.epv, 3)
             w.number("track", fix.track, 4)
             w.number("magtrack", estimates.magneticTrack, 4)
-            w.number("magvar", fix.magneticVariation, 1)
+            w.number("magvar", estimates.magneticVariation, 1)
             w.number("speed", fix.speed, 3)
             if threeD { w.number("climb", fix.climb.map { abs($0) < 0.0005 ? 0 : $0 }, 3) }
             w.number("epd", estimates.epd, 4)
