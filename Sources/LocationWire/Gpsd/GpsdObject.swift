@@ -9,10 +9,11 @@ struct GpsdObject {
 
     /// A top-level object, `{"class":"NAME"` so far.
     init(class name: StaticString) {
+        out.reserveCapacity(384)
         out.append(UInt8(ascii: "{"))
         key("class")
         out.append(UInt8(ascii: "\""))
-        out.append(contentsOf: Array(name.description.utf8))
+        name.withUTF8Buffer { out.append(contentsOf: $0) }
         out.append(UInt8(ascii: "\""))
     }
 
@@ -25,8 +26,9 @@ struct GpsdObject {
         if !first { out.append(UInt8(ascii: ",")) }
         first = false
         out.append(UInt8(ascii: "\""))
-        out.append(contentsOf: Array(name.description.utf8))
-        out.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
+        name.withUTF8Buffer { out.append(contentsOf: $0) }
+        out.append(UInt8(ascii: "\""))
+        out.append(UInt8(ascii: ":"))
     }
 
     mutating func integer(_ name: StaticString, _ value: Int?) {
@@ -43,7 +45,8 @@ struct GpsdObject {
 
     mutating func bool(_ name: StaticString, _ value: Bool) {
         key(name)
-        out.append(contentsOf: Array((value ? "true" : "false").utf8))
+        let text: StaticString = value ? "true" : "false"
+        text.withUTF8Buffer { out.append(contentsOf: $0) }
     }
 
     mutating func string(_ name: StaticString, _ value: String?) {
