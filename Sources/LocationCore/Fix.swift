@@ -123,6 +123,22 @@ public struct Satellite: Hashable, Sendable {
     }
 }
 
+/// A receiver's own expected position errors for a fix (NMEA 0183 `$--GBS`, RAIM), metres.
+public struct ExpectedErrors: Hashable, Sendable {
+    /// Expected error in latitude, metres.
+    public var latitude: Double?
+    /// Expected error in longitude, metres.
+    public var longitude: Double?
+    /// Expected error in altitude, metres.
+    public var altitude: Double?
+
+    public init(latitude: Double? = nil, longitude: Double? = nil, altitude: Double? = nil) {
+        self.latitude = latitude
+        self.longitude = longitude
+        self.altitude = altitude
+    }
+}
+
 /// One position fix: everything a receiver said about one epoch (reporting cycle).
 ///
 /// Every measured value is optional: absent means the receiver did not say, never zero. Units follow
@@ -172,6 +188,9 @@ public struct Fix: Hashable, Sendable {
     public var epv: Double?
     /// Satellites in view with signal data (SKY.satellites); empty when the receiver sent no GSV.
     public var satellites: [Satellite]
+    /// The receiver's RAIM expected errors for this fix (GBS), when it sent them; gpsd reports them as
+    /// TPV.epy/epx/epv (`GpsdErrorModel`).
+    public var expectedErrors: ExpectedErrors?
 
     public init(device: String? = nil, time: UTCTime? = nil, mode: FixMode = .noFix, quality: FixQuality? = nil,
                 latitude: Double? = nil, longitude: Double? = nil, altitudeMSL: Double? = nil,

@@ -31,6 +31,8 @@ struct EpochFold: Sendable {
     var dop = DilutionOfPrecision()
     var sawGSA = false
     var gst: GST?
+    /// The last GBS (RAIM expected errors) seen in the epoch.
+    var gbs: GBS?
     var garmin: GarminErrorEstimate?
     /// PGRMZ altitude, metres, and fix dimension.
     var garminAltitude: Double?
@@ -96,6 +98,8 @@ struct EpochFold: Sendable {
             break
         case .gst(let s):
             gst = s
+        case .gbs(let s):
+            gbs = s
         case .zda(let s):
             if let d = s.date, date == nil { date = d }
         case .hdt(let h):

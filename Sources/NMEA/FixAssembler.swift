@@ -133,6 +133,7 @@ public struct FixAssembler: Sendable {
         case .vtg: return Kind(talker: talker, type: 6)
         case .gns: return Kind(talker: talker, type: 7)
         case .gst: return Kind(talker: talker, type: 8)
+        case .gbs: return Kind(talker: talker, type: 14)
         case .zda: return Kind(talker: talker, type: 9)
         case .hdt: return Kind(talker: talker, type: 10)
         case .ths: return Kind(talker: talker, type: 11)
@@ -256,6 +257,13 @@ public struct FixAssembler: Sendable {
         fix.satellitesUsed = usedCount ?? sky.usedCount
         fix.satellites = sky.satellites
         fix.satellitesVisible = sky.satellites.isEmpty ? nil : sky.satellites.count
+
+        // The receiver's RAIM expected errors (GBS) for this epoch's time, as gpsd reports them.
+        if hasPosition, let g = epoch.gbs, g.timeOfDay == pendingTime,
+           g.latitudeError != nil || g.longitudeError != nil || g.altitudeError != nil {
+            fix.expectedErrors = ExpectedErrors(latitude: g.latitudeError, longitude: g.longitudeError,
+                                                altitude: g.altitudeError)
+        }
 
         // Error estimates: the receiver's own (GST, PGRME) first, else DOP × UERE.
         if hasPosition {

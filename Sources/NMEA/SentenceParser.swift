@@ -44,6 +44,7 @@ public enum SentenceParser {
         case code3("VTG"): return DecodedSentence(talker: talker, sentence: .vtg(try parseVTG(fields("VTG"))))
         case code3("GNS"): return DecodedSentence(talker: talker, sentence: .gns(try parseGNS(fields("GNS"))))
         case code3("GST"): return DecodedSentence(talker: talker, sentence: .gst(try parseGST(fields("GST"))))
+        case code3("GBS"): return DecodedSentence(talker: talker, sentence: .gbs(try parseGBS(fields("GBS"))))
         case code3("ZDA"): return DecodedSentence(talker: talker, sentence: .zda(try parseZDA(fields("ZDA"))))
         case code3("HDT"): return DecodedSentence(talker: talker, sentence: .hdt(try parseHDT(fields("HDT"))))
         case code3("THS"): return DecodedSentence(talker: talker, sentence: .ths(try parseTHS(fields("THS"))))
@@ -202,6 +203,15 @@ public enum SentenceParser {
         s.semiMajor = try c.decimal()
         s.semiMinor = try c.decimal()
         s.orientation = try c.decimal()
+        s.latitudeError = try c.decimal()
+        s.longitudeError = try c.decimal()
+        s.altitudeError = try c.decimal()
+        return s
+    }
+
+    static func parseGBS(_ c: consuming FieldCursor) throws(SentenceError) -> GBS {
+        var s = GBS()
+        s.timeOfDay = try c.timeOfDay()
         s.latitudeError = try c.decimal()
         s.longitudeError = try c.decimal()
         s.altitudeError = try c.decimal()

@@ -230,6 +230,19 @@ public struct GST: Hashable, Sendable {
     public var altitudeError: Double?
 }
 
+/// `$--GBS`: GNSS satellite fault detection (RAIM): expected errors of the position, metres. Source: NMEA 0183
+/// v4.11 §GBS; gpsd 3.22 `driver_nmea0183.c` `processGBS()` reports them as TPV.epy/epx/epv.
+public struct GBS: Hashable, Sendable {
+    /// UTC time of day of the fix the figures are for, ms since midnight.
+    public var timeOfDay: Int?
+    /// Expected error in latitude, metres.
+    public var latitudeError: Double?
+    /// Expected error in longitude, metres.
+    public var longitudeError: Double?
+    /// Expected error in altitude, metres.
+    public var altitudeError: Double?
+}
+
 /// `$--ZDA`: time and date. Source: NMEA 0183 v4.11 §ZDA.
 public struct ZDA: Hashable, Sendable {
     public var timeOfDay: Int?
@@ -270,6 +283,8 @@ public enum Sentence: Hashable, Sendable {
     case vtg(VTG)
     case gns(GNS)
     case gst(GST)
+    /// Not a timed sentence for epoch purposes: the figures join the epoch they name, if it is the current one.
+    case gbs(GBS)
     case zda(ZDA)
     case hdt(Heading)
     case ths(Heading)

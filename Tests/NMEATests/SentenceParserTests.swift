@@ -29,6 +29,7 @@ extension Sentence {
         case .vtg: "VTG"
         case .gns: "GNS"
         case .gst: "GST"
+        case .gbs: "GBS"
         case .zda: "ZDA"
         case .hdt: "HDT"
         case .ths: "THS"

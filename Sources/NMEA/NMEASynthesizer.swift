@@ -1,0 +1,165 @@
+import LocationCore
+
+/// NMEA 0183 sentences made from a `Fix`: for gpsd watchers in `nmea` mode and NMEA sockets (GeoClue), which
+/// must get sentences made from the fix they may see (a reduced one, say), never the receiver's own.
+///
+/// Sentences follow NMEA 0183 v4.11 (§RMC, §GGA, §GSA, §GSV) with talker `GP` — what gpsd's own synthesized
+/// NMEA (`pseudonmea.c`) and GeoClue's parser expect — each with its `*hh` checksum and CR LF. Absent values are
+/// empty fields. Positions are written to 1e-6 minute (about 2 mm), times to the millisecond.
+public enum NMEASynthesizer {
+    /// Appends `$GPRMC`: time, status (A valid / V no fix), position, speed (knots), track (degrees true), date,
+    /// magnetic variation, mode indicator (A autonomous, D differential, E estimated, N no fix).
+    public static func appendRMC(_ fix: Fix, to out: inout [UInt8]) {
+        var f: [String] = ["GPRMC", time(fix), fix.hasPosition ? "A" : "V"]
+        f += position(fix)
+        f.append(fix.hasPosition ? fixed(fix.speed.map { $0 / Units.metersPerSecondPerKnot }, 3) : "")
+        f.append(fix.hasPosition ? fixed(fix.track, 2) : "")
+        if let d = fix.time?.date {
+            f.append(two(d.day) + two(d.month) + two(d.year % 100))
+        } else {
+            f.append("")
+        }
+        if fix.hasPosition, let v = fix.magneticVariation {
+            f += [fixed(abs(v), 1), v < 0 ? "W" : "E"]
+        } else {
+            f += ["", ""]
+        }
+        f.append(modeIndicator(fix))
+        append(f, to: &out)
+    }
+
+    /// Appends `$GPGGA`: time, position, quality (0 no fix, 1 GPS, 2 DGPS, 4 RTK fixed, 5 RTK float, 6 estimated),
+    /// satellites used, HDOP, altitude above mean sea level (m), geoid separation (m).
+    public static func appendGGA(_ fix: Fix, to out: inout [UInt8]) {
+        var f: [String] = ["GPGGA", time(fix)]
+        f += position(fix)
+        f.append(String(fix.hasPosition ? ggaQuality(fix.quality) : 0))
+        f.append(fix.hasPosition ? (fix.satellitesUsed.map { two(min($0, 99)) } ?? "") : "")
+        f.append(fix.hasPosition ? fixed(fix.dop.horizontal, 2) : "")
+        let threeD = fix.hasPosition && fix.mode == .threeDimensional
+        f += [threeD ? fixed(fix.altitudeMSL, 3) : "", threeD && fix.altitudeMSL != nil ? "M" : ""]
+        f += [threeD ? fixed(fix.geoidSeparation, 3) : "", threeD && fix.geoidSeparation != nil ? "M" : ""]
+        f += ["", ""]
+        append(f, to: &out)
+    }
+
+    /// Appends `$GPGSA`: automatic mode, fix type (1 none, 2 2D, 3 3D), up to 12 used satellites' NMEA ids,
+    /// PDOP, HDOP, VDOP.
+    public static func appendGSA(_ fix: Fix, to out: inout [UInt8]) {
+        var f: [String] = ["GPGSA", "A", String(fix.hasPosition ? fix.mode.rawValue : 1)]
+        let used = fix.satellites.filter(\.used).prefix(12).map { String($0.prn) }
+        f += used + [String](repeating: "", count: 12 - used.count)
+        f += [fixed(fix.dop.position, 2), fixed(fix.dop.horizontal, 2), fixed(fix.dop.vertical, 2)]
+        append(f, to: &out)
+    }
+
+    /// Appends the `$GPGSV` pages for the fix's satellites (four a page): total pages, page number, satellites in
+    /// view, then per satellite its NMEA id, elevation (degrees), azimuth (degrees true), SNR (dB-Hz). Nothing
+    /// when the fix lists no satellites.
+    public static func appendGSV(_ fix: Fix, to out: inout [UInt8]) {
+        let sats = fix.satellites
+        guard !sats.isEmpty else { return }
+        let pages = (sats.count + 3) / 4
+        for page in 0..<pages {
+            var f: [String] = ["GPGSV", String(pages), String(page + 1), two(sats.count)]
+            for sat in sats[(page * 4)..<min(sats.count, page * 4 + 4)] {
+                f.append(two(sat.prn))
+                f.append(sat.elevation.map { two(Int($0.rounded())) } ?? "")
+                f.append(sat.azimuth.map { three(Int($0.rounded()) % 360) } ?? "")
+                f.append(sat.signalToNoise.map { two(Int($0.rounded())) } ?? "")
+            }
+            append(f, to: &out)
+        }
+    }
+
+    /// Appends the sentences for one epoch: RMC, GGA, GSA and, with `satellites`, the GSV pages.
+    public static func appendEpoch(_ fix: Fix, satellites: Bool, to out: inout [UInt8]) {
+        appendRMC(fix, to: &out)
+        appendGGA(fix, to: &out)
+        appendGSA(fix, to: &out)
+        if satellites { appendGSV(fix, to: &out) }
+    }
+
+    /// The checksum of a sentence body (between `$` and `*`): the XOR of its bytes (NMEA 0183 §5.2.1).
+    public static func checksum<Bytes: Sequence>(_ body: Bytes) -> UInt8 where Bytes.Element == UInt8 {
+        body.reduce(0, ^)
+    }
+
+    private static func append(_ fields: [String], to out: inout [UInt8]) {
+        let body = Array(fields.joined(separator: ",").utf8)
+        let sum = checksum(body)
+        let hex = Array("0123456789ABCDEF".utf8)
+        out.append(UInt8(ascii: "$"))
+        out.append(contentsOf: body)
+        out.append(contentsOf: [UInt8(ascii: "*"), hex[Int(sum >> 4)], hex[Int(sum & 15)], 13, 10])
+    }
+
+    private static func time(_ fix: Fix) -> String {
+        guard let t = fix.time else { return "" }
+        let ms = t.millisecond
+        let fraction = ms % 10 == 0 ? two(ms / 10) : three(ms)
+        return two(t.hour) + two(t.minute) + two(t.second) + "." + fraction
+    }
+
+    /// `ddmm.mmmmmm,N,dddmm.mmmmmm,E`, or four empty fields without a position.
+    private static func position(_ fix: Fix) -> [String] {
+        guard fix.hasPosition, let la = fix.latitude, let lo = fix.longitude else { return ["", "", "", ""] }
+        return [angle(abs(la), degreeDigits: 2), la < 0 ? "S" : "N", angle(abs(lo), degreeDigits: 3), lo < 0 ? "W" : "E"]
+    }
+
+    /// Degrees and decimal minutes, minutes to 6 decimals (carrying a rounded 60 into the degrees).
+    private static func angle(_ degrees: Double, degreeDigits: Int) -> String {
+        var micro = Int((degrees * 60 * 1_000_000).rounded())  // millionths of a minute
+        let perDegree = 60 * 1_000_000
+        let whole = micro / perDegree
+        micro %= perDegree
+        let d = String(whole)
+        return String(repeating: "0", count: max(0, degreeDigits - d.count)) + d
+            + two(micro / 1_000_000) + "." + padded(micro % 1_000_000, 6)
+    }
+
+    /// `value` rounded to `decimals` places, or empty when absent.
+    static func fixed(_ value: Double?, _ decimals: Int) -> String {
+        guard let value, value.isFinite else { return "" }
+        var scale = 1
+        for _ in 0..<decimals { scale *= 10 }
+        let units = Int((abs(value) * Double(scale)).rounded())
+        let sign = value < 0 && units != 0 ? "-" : ""
+        return sign + String(units / scale) + (decimals > 0 ? "." + padded(units % scale, decimals) : "")
+    }
+
+    private static func padded(_ value: Int, _ width: Int) -> String {
+        let s = String(value)
+        return String(repeating: "0", count: max(0, width - s.count)) + s
+    }
+
+    private static func two(_ v: Int) -> String { padded(v, 2) }
+    private static func three(_ v: Int) -> String { padded(v, 3) }
+
+    private static func ggaQuality(_ q: FixQuality?) -> Int {
+        switch q {
+        case .dgps?: return 2
+        case .pps?: return 3
+        case .rtkFixed?: return 4
+        case .rtkFloat?: return 5
+        case .deadReckoning?: return 6
+        case .manual?: return 7
+        case .simulated?: return 8
+        case .gps?, nil: return 1
+        }
+    }
+
+    private static func modeIndicator(_ fix: Fix) -> String {
+        guard fix.hasPosition else { return "N" }
+        switch fix.quality {
+        case .dgps?: return "D"
+        case .rtkFixed?: return "R"
+        case .rtkFloat?: return "F"
+        case .deadReckoning?: return "E"
+        case .manual?: return "M"
+        case .simulated?: return "S"
+        case .pps?: return "P"
+        case .gps?, nil: return "A"
+        }
+    }
+}

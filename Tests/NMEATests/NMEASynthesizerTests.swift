@@ -1,0 +1,91 @@
+import Foundation
+import LocationCore
+import NMEA
+import Testing
+
+/// NMEA synthesized from real fixes (the haicom-305N capture decoded) must decode back to the same fixes, by our
+/// decoder and by gpsd's own `gpsdecode`.
+@Suite("NMEA synthesized from fixes")
+struct NMEASynthesizerTests {
+    static func fixes() throws -> [Fix] {
+        Captures.decode(try Captures.bytes("haicom-305N.log")).filter { $0.hasPosition && $0.time?.date != nil }
+    }
+
+    static func synthesized(_ fixes: [Fix]) -> [UInt8] {
+        var out: [UInt8] = []
+        for fix in fixes { NMEASynthesizer.appendEpoch(fix, satellites: true, to: &out) }
+        return out
+    }
+
+    @Test("every sentence carries a correct checksum and ends in CR LF")
+    func checksums() throws {
+        let text = Self.synthesized(try Self.fixes())
+        var lines = 0
+        for line in text.split(separator: 10) {
+            lines += 1
+            #expect(line.last == 13)
+            let body = line.dropFirst().prefix { $0 != UInt8(ascii: "*") }
+            let hex = String(decoding: line.dropLast().suffix(2), as: UTF8.self)
+            #expect(UInt8(hex, radix: 16) == NMEASynthesizer.checksum(body))
+        }
+        #expect(lines > 100)
+    }
+
+    @Test("our decoder reads back the same positions, times, speeds, tracks and altitudes")
+    func roundTrip() throws {
+        let original = try Self.fixes()
+        #expect(original.count > 50)
+        var decoder = NMEADecoder()
+        var back: [Fix] = []
+        decoder.decode(Self.synthesized(original)) { back.append($0) }
+        decoder.finish { back.append($0) }
+        let byTime = Dictionary(back.compactMap { f in f.time.map { ($0, f) } }, uniquingKeysWith: { _, b in b })
+        for fix in original {
+            let time = try #require(fix.time)
+            let other = try #require(byTime[time], "\(time.iso8601) missing")
+            #expect(other.mode == fix.mode)
+            #expect(abs((other.latitude ?? 99) - (fix.latitude ?? 0)) < 1e-7)
+            #expect(abs((other.longitude ?? 999) - (fix.longitude ?? 0)) < 1e-7)
+            if let s = fix.speed { #expect(abs((other.speed ?? -1) - s) < 0.001) }
+            if let t = fix.track { #expect(abs((other.track ?? -1) - t) < 0.006) }
+            if fix.mode == .threeDimensional, let a = fix.altitudeMSL { #expect(abs((other.altitudeMSL ?? -1e9) - a) < 0.0006) }
+            #expect(other.satellites.count == fix.satellites.count)
+        }
+    }
+
+    @Test("gpsd's gpsdecode reads the same positions")
+    func gpsdecode() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/gpsdecode") else {
+            Issue.record("gpsdecode not installed (apt install gpsd-clients)")
+            return
+        }
+        let original = try Self.fixes()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/gpsdecode")
+        let input = Pipe(), output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+        input.fileHandleForWriting.write(Data(Self.synthesized(original)))
+        try input.fileHandleForWriting.close()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        struct TPV: Decodable { var `class`: String; var time: String?; var lat: Double?; var lon: Double? }
+        var decoded: [String: TPV] = [:]
+        for line in data.split(separator: 10) {
+            if let tpv = try? JSONDecoder().decode(TPV.self, from: Data(line)), tpv.class == "TPV", let t = tpv.time,
+               tpv.lat != nil { decoded[String(t.split(separator: "T").last ?? "")] = tpv }
+        }
+        var matched = 0
+        for fix in original {
+            // By time of day: gpsd moves a 2007 date by its rollover guess (to 2026), the time stays.
+            guard let iso = fix.time?.iso8601, case let t = String(iso.split(separator: "T").last ?? ""),
+                  let tpv = decoded[t] else { continue }
+            #expect(abs((tpv.lat ?? 99) - (fix.latitude ?? 0)) < 1e-7, "\(t)")
+            #expect(abs((tpv.lon ?? 999) - (fix.longitude ?? 0)) < 1e-7, "\(t)")
+            matched += 1
+        }
+        print("gpsdecode read \(matched) of \(original.count) synthesized epochs with a position")
+        #expect(matched >= original.count * 9 / 10)
+    }
+}
