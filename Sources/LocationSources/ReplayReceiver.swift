@@ -1,9 +1,5 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import LocationCore
 import LocationPosix
-import NMEA
 
 /// Plays a capture file (NMEA bytes; `#` header and comment lines skipped) as if a receiver sent it:
 /// at the capture's own pace (the intervals between fix times), N× faster, or as fast as possible;
@@ -25,43 +21,28 @@ public final class ReplayReceiver: Receiver, @unchecked Sendable {
     public let priority: Int
     /// Configured `stale-after`; nil = 3 cycles (`FixSelector` judges).
     public let staleAfter: Duration?
-    let file: String
-    /// 1 = capture pace; nil = as fast as possible.
-    let rate: Double?
-    let loop: Bool
-    private let configuration: ReceiverConfiguration
     private let core: ReceiverCore
 
-    private var capture = OwnedFileDescriptor()
+    /// The capture file being read.
+    private var capture: Capture
+    /// The thread that calls `step()` at each fix's time.
     private var pacer: ReadabilityThread?
-    private var decoder: NMEADecoder
-    private var filter = CaptureFilter()
-    private var pending: [Fix] = []
-    private var pendingIndex = 0
-    /// True when `pending[pendingIndex]` waits for its time (the pacer's deadline).
-    private var pendingIsDue = false
-    private var previousFixTime: UTCTime?
-    /// The last interval between fix times, seconds of capture time.
-    private var previousInterval = 1.0
-    private var chunk = [UInt8](repeating: 0, count: 1 << 16)
-    private var filtered: [UInt8] = []
-    private var countedSentences = 0
-    private var countedErrors = 0
-    private var atEnd = false
+    /// The decoder, with the counts of those replaced at each reopen and loop.
+    private var decoding: CountingDecoder
+    /// The decoded fixes not yet delivered and when each is due.
+    private var pacing: Pacing
 
     public init(_ configuration: ReceiverConfiguration) {
         guard case let .replay(file, rate, loop) = configuration.source else {
             preconditionFailure("ReplayReceiver needs a replay configuration")
         }
-        self.configuration = configuration
         self.name = configuration.name
         self.priority = configuration.priority
         self.staleAfter = configuration.staleAfter
-        self.file = file
-        self.rate = rate
-        self.loop = loop
         self.core = ReceiverCore(configuration: configuration, type: "replay", path: file)
-        self.decoder = NMEADecoder(requiresChecksum: !configuration.allowMissingChecksum)
+        self.capture = Capture(path: file, loops: loop)
+        self.decoding = CountingDecoder(requiresChecksum: !configuration.allowMissingChecksum)
+        self.pacing = Pacing(rate: rate)
     }
 
     public var status: ReceiverStatus { core.status }
@@ -78,9 +59,9 @@ public final class ReplayReceiver: Receiver, @unchecked Sendable {
 
     private func open() {
         do {
-            capture.replace(with: try OwnedFileDescriptor(opening: file, flags: O_RDONLY))
+            try capture.open()
         } catch {
-            core.setState(.unavailable(reason: "cannot open \(file): \(error)"))
+            core.setState(.unavailable(reason: "cannot open \(capture.path): \(error)"))
             core.retryLater { [weak self] in self?.open() }
             return
         }
@@ -93,80 +74,54 @@ public final class ReplayReceiver: Receiver, @unchecked Sendable {
             }
         } catch {
             closeFile()
-            core.setState(.unavailable(reason: "cannot pace \(file): \(error)"))
+            core.setState(.unavailable(reason: "cannot pace \(capture.path): \(error)"))
             core.retryLater { [weak self] in self?.open() }
         }
     }
 
+    /// Reads the capture anew (opened or looped): a fresh decoder, keeping the counts; a fresh filter.
     private func resetDecoding() {
-        let s = decoder.statistics
-        countedSentences += s.framing.sentences
-        countedErrors += s.framing.rejectedSentences + s.malformedSentences
-        decoder = NMEADecoder(requiresChecksum: !configuration.allowMissingChecksum)
-        filter = CaptureFilter()
-        previousFixTime = nil
-        atEnd = false
+        decoding.replace()
+        capture.restart()
+        pacing.forgetPreviousTime()
     }
 
     private func closeFile() {
         pacer?.cancel {}
         pacer = nil
         capture.close()
-        pending.removeAll()
-        pendingIndex = 0
-        pendingIsDue = false
+        pacing.removeAll()
     }
 
     /// Delivers the fixes that are due, reading more of the file as needed. Returns when the pacer should
     /// call again: at the next fix's time, after the loop's pause or the end-of-file backoff; nil when
     /// the file was closed.
     private func step() -> Duration? {
-        if pendingIsDue {
-            pendingIsDue = false
-            pendingIndex += 1
-            core.deliver(pending[pendingIndex - 1])
-        }
+        if let fix = pacing.takeDueFix() { core.deliver(fix) }
         var delivered = 0
         while capture.isOpen {
-            if pendingIndex >= pending.count {
-                pending.removeAll(keepingCapacity: true)
-                pendingIndex = 0
+            switch pacing.next() {
+            case .exhausted:
                 switch readMore() {
                 case .decoded: continue
                 case .wait(let delay): return delay
                 case .closed: return nil
                 }
-            }
-            let fix = pending[pendingIndex]
-            let delay = delayBefore(fix)
-            if delay > .microseconds(500) {
-                pendingIsDue = true
+            case .wait(let delay):
                 return delay
+            case .deliver(let fix):
+                core.deliver(fix)
+                delivered += 1
+                // As fast as possible, but let stop() and status in between.
+                if delivered >= 256 { return .zero }
             }
-            pendingIndex += 1
-            core.deliver(fix)
-            delivered += 1
-            // As fast as possible, but let stop() and status in between.
-            if delivered >= 256 { return .zero }
         }
         return nil
     }
 
-    /// How long to wait before `fix`: the interval since the previous fix time, divided by the rate.
-    private func delayBefore(_ fix: Fix) -> Duration {
-        guard let rate else { return .zero }
-        var interval = previousInterval
-        if let t = fix.time, let p = previousFixTime, let dt = t.seconds(since: p) {
-            interval = dt > 0 && dt <= 10 ? dt : (dt <= 0 ? 0 : previousInterval)
-            if dt > 0 && dt <= 10 { previousInterval = dt }
-        }
-        if let t = fix.time { previousFixTime = t }
-        return .seconds(interval / rate)
-    }
-
     /// What reading the next chunk came to.
     private enum ReadOutcome {
-        /// Fixes (possibly none) were decoded into `pending`: go on.
+        /// Fixes (possibly none) were decoded into `pacing`: go on.
         case decoded
         /// Nothing to deliver now: try again after this long (the loop's pause, the end-of-file backoff).
         case wait(Duration)
@@ -174,50 +129,49 @@ public final class ReplayReceiver: Receiver, @unchecked Sendable {
         case closed
     }
 
-    /// Reads and decodes the next chunk into `pending`.
+    /// Reads and decodes the next chunk into `pacing`.
     private func readMore() -> ReadOutcome {
         guard capture.isOpen else { return .closed }
-        let result = chunk.withUnsafeMutableBytes { FileDescriptorOps.read(capture.rawValue, into: $0) }
-        switch result {
+        switch capture.read() {
         case .success(0):
-            if !atEnd {
-                atEnd = true
-                decoder.finish { pending.append($0) }
+            if !capture.atEnd {
+                capture.atEnd = true
+                decoding.finish { pacing.append($0) }
                 countStatistics()
-                if !pending.isEmpty { return .decoded }
+                if pacing.hasFixes { return .decoded }
             }
-            if loop {
-                _ = FileDescriptorOps.seek(capture.rawValue, toOffset: 0)
+            if capture.loops {
+                capture.rewind()
                 resetDecoding()
                 // One cycle's pause between the end and the start, as a receiver would.
-                return .wait(rate.map { .seconds(previousInterval / $0) } ?? .zero)
+                return .wait(pacing.loopPause)
             }
-            core.setState(.unavailable(reason: "end of file \(file)"))
+            core.setState(.unavailable(reason: "end of file \(capture.path)"))
             // Watch for more with backoff.
             return .wait(core.backoff.nextDelay())
-        case .success(let n):
-            if atEnd {
+        case .success:
+            if capture.atEnd {
                 // The file grew after its end was reported.
-                atEnd = false
+                capture.atEnd = false
                 core.backoff.reset()
                 core.setState(.connected)
-                decoder = NMEADecoder(requiresChecksum: !configuration.allowMissingChecksum)
+                decoding.discard()
             }
-            chunk.withUnsafeBufferPointer { filter.filter(UnsafeBufferPointer(rebasing: $0[0..<n]), into: &filtered) }
-            decoder.decode(filtered) { pending.append($0) }
+            decoding.decode(capture.filtered) { pacing.append($0) }
             countStatistics()
             return .decoded
         case .failure(let e):
             closeFile()
-            core.setState(.unavailable(reason: "read \(file): \(e)"))
+            core.setState(.unavailable(reason: "read \(capture.path): \(e)"))
             core.retryLater { [weak self] in self?.open() }
             return .closed
         }
     }
 
+    /// Reports the counts of all decoders so far.
     private func countStatistics() {
-        let s = decoder.statistics
-        core.count(sentences: countedSentences + s.framing.sentences,
-                   errors: countedErrors + s.framing.rejectedSentences + s.malformedSentences)
+        let s = decoding.statistics
+        core.count(sentences: decoding.replacedSentences + s.framing.sentences,
+                   errors: decoding.replacedErrors + s.framing.rejectedSentences + s.malformedSentences)
     }
 }

@@ -19,23 +19,21 @@ public final class SerialReceiver: Receiver, @unchecked Sendable {
     public let priority: Int
     /// Configured `stale-after`; nil = 3 cycles (`FixSelector` judges).
     public let staleAfter: Duration?
-    let configuration: ReceiverConfiguration
+    /// The device path.
     let path: String
+    /// The configured speed, bit/s; nil = autobaud.
     let configuredSpeed: Int?
     private let core: ReceiverCore
     private let opener: SerialDeviceOpener
-    /// How long autobaud listens at each speed.
-    let autobaudWindow: Duration
 
-    private var device: (any SerialDevice)?
-    private var reader: ReadabilityThread?
-    private var decoder: NMEADecoder
-    /// The autobaud search: the speeds to try, the one being tried, when its window ends.
-    private var searching: (speeds: [Int], index: Int, deadline: ContinuousClock.Instant)?
-    private var buffer = [UInt8](repeating: 0, count: 4096)
-    /// The fixes one read completed, kept between reads so that a read allocates nothing.
-    private var readFixes: [Fix] = []
-    private var countedErrors = 0
+    /// The open device and its reader thread.
+    private var connection = Connection()
+    /// The speed search, when no speed is configured.
+    private var autobaud: Autobaud
+    /// The decoder, with the counts of those replaced at each reconnect.
+    private var decoding: CountingDecoder
+    /// The last read's bytes and fixes.
+    private var input = ReadBuffer()
 
     /// - Parameters:
     ///   - configuration: a `.serial` receiver.
@@ -47,16 +45,15 @@ public final class SerialReceiver: Receiver, @unchecked Sendable {
         guard case let .serial(path, speed) = configuration.source else {
             preconditionFailure("SerialReceiver needs a serial configuration")
         }
-        self.configuration = configuration
         self.name = configuration.name
         self.priority = configuration.priority
         self.staleAfter = configuration.staleAfter
         self.path = path
         self.configuredSpeed = speed
         self.opener = opener
-        self.autobaudWindow = autobaudWindow
+        self.autobaud = Autobaud(window: autobaudWindow)
         self.core = ReceiverCore(configuration: configuration, type: "serial", path: path)
-        self.decoder = NMEADecoder(requiresChecksum: !configuration.allowMissingChecksum)
+        self.decoding = CountingDecoder(requiresChecksum: !configuration.allowMissingChecksum)
     }
 
     public var status: ReceiverStatus { core.status }
@@ -80,11 +77,11 @@ public final class SerialReceiver: Receiver, @unchecked Sendable {
             core.retryLater { [weak self] in self?.connect() }
             return
         }
-        device = opened
-        decoder = NMEADecoder(requiresChecksum: !configuration.allowMissingChecksum)
+        connection.device = opened
+        decoding.discard()
         let speeds = configuredSpeed.map { [$0] } ?? commonSerialSpeeds
         if configuredSpeed == nil {
-            searching = (speeds, 0, ContinuousClock.now)
+            autobaud.search = (speeds, 0, ContinuousClock.now)
             core.setState(.starting)
             trySpeed()
         } else {
@@ -98,11 +95,11 @@ public final class SerialReceiver: Receiver, @unchecked Sendable {
             core.setState(.connected, speed: speeds[0])
         }
         // A search that failed at once (no speed could be set) has closed the device and retries later.
-        guard device != nil else { return }
+        guard connection.device != nil else { return }
         do {
             // The reader thread also ends the autobaud windows, as its poll timeout.
-            reader = try ReadabilityThread(fileDescriptor: opened.fileDescriptor, queue: core.queue,
-                                           firstDeadline: searching.map { $0.deadline - ContinuousClock.now }) { [weak self] readable in
+            connection.reader = try ReadabilityThread(fileDescriptor: opened.fileDescriptor, queue: core.queue,
+                                                      firstDeadline: autobaud.search.map { $0.deadline - ContinuousClock.now }) { [weak self] readable in
                 guard let self else { return nil }
                 if readable { self.readAvailable() }
                 return self.nextSpeedIfDue()
@@ -112,13 +109,13 @@ public final class SerialReceiver: Receiver, @unchecked Sendable {
         }
     }
 
-    /// Autobaud: set the next speed and listen for checksummed sentences for `autobaudWindow` seconds.
+    /// Autobaud: set the next speed and listen for checksummed sentences for `autobaud.window`.
     private func trySpeed() {
-        guard var search = searching, let device else { return }
+        guard var search = autobaud.search, let device = connection.device else { return }
         guard search.index < search.speeds.count else {
             // Nothing at any speed: start over (a receiver may still be booting).
             search.index = 0
-            searching = search
+            autobaud.search = search
             fail("no NMEA at any speed (\(search.speeds.map(String.init).joined(separator: ", ")))")
             return
         }
@@ -127,38 +124,37 @@ public final class SerialReceiver: Receiver, @unchecked Sendable {
             try device.setSpeed(speed)
         } catch {
             search.index += 1
-            searching = search
+            autobaud.search = search
             trySpeed()
             return
         }
-        decoder = NMEADecoder(requiresChecksum: !configuration.allowMissingChecksum)
-        search.deadline = ContinuousClock.now + autobaudWindow
-        searching = search
+        decoding.discard()
+        search.deadline = ContinuousClock.now + autobaud.window
+        autobaud.search = search
     }
 
     /// While searching: moves to the next speed when the window of this one has passed. Returns how long
     /// until the current window ends (the reader's next deadline), nil when not searching.
     private func nextSpeedIfDue() -> Duration? {
-        guard var search = searching else { return nil }
+        guard var search = autobaud.search else { return nil }
         if ContinuousClock.now >= search.deadline {
             search.index += 1
-            searching = search
+            autobaud.search = search
             trySpeed()
         }
-        return searching.map { max(.zero, $0.deadline - ContinuousClock.now) }
+        return autobaud.timeLeft
     }
 
     private func readAvailable() {
-        guard let device else { return }
+        guard let device = connection.device else { return }
         while true {
-            let result = buffer.withUnsafeMutableBytes { device.read(into: $0) }
-            switch result {
+            switch input.read(from: device) {
             case .success(0):
                 fail("end of file on \(path)")
                 return
             case .success(let n):
                 consume(n)
-                if self.device == nil { return }
+                if connection.device == nil { return }
             case .failure(.wouldBlock):
                 return
             case .failure(let e):
@@ -169,50 +165,39 @@ public final class SerialReceiver: Receiver, @unchecked Sendable {
     }
 
     private func consume(_ n: Int) {
-        readFixes.removeAll(keepingCapacity: true)
-        buffer.withUnsafeBufferPointer { all in
-            decoder.decode(UnsafeBufferPointer(rebasing: all[0..<n])) { readFixes.append($0) }
-        }
-        let stats = decoder.statistics
+        input.decode(n, with: &decoding)
+        let stats = decoding.statistics
         let errors = stats.framing.rejectedSentences + stats.malformedSentences
-        if let search = searching {
+        if let search = autobaud.search {
             // Two checksummed sentences at a speed, and fewer errors than sentences: that's the speed.
             if stats.framing.sentences >= 2 && stats.framing.sentences > errors {
                 let speed = search.speeds[search.index]
-                searching = nil
+                autobaud.search = nil
                 core.backoff.reset()
                 core.setState(.connected, speed: speed)
             } else {
                 return
             }
         }
-        for fix in readFixes { core.deliver(fix) }
+        for fix in input.fixes { core.deliver(fix) }
         // After the fixes: counting adds no time between the read and the fix reaching the owner.
-        core.count(sentences: stats.framing.sentences, errors: countedErrors + errors)
+        core.count(sentences: stats.framing.sentences, errors: decoding.replacedErrors + errors)
     }
 
     private func fail(_ reason: String) {
-        if searching == nil {
+        if autobaud.search == nil {
             // What arrived before the device went away is complete: deliver its last epoch.
-            decoder.finish { core.deliver($0) }
+            decoding.finish { core.deliver($0) }
         }
         disconnect()
         core.setState(.unavailable(reason: reason))
         core.retryLater { [weak self] in self?.connect() }
     }
 
+    /// Ends the search, starts a fresh decoder (keeping its error count) and closes the device.
     private func disconnect() {
-        searching = nil
-        if let s = decoder.statistics as DecoderStatistics? {
-            countedErrors += s.framing.rejectedSentences + s.malformedSentences
-        }
-        decoder = NMEADecoder(requiresChecksum: !configuration.allowMissingChecksum)
-        if let reader, let device {
-            reader.cancel { device.close() }  // closed once the reader thread no longer polls it
-        } else {
-            device?.close()
-        }
-        reader = nil
-        device = nil
+        autobaud.search = nil
+        decoding.replace()
+        connection.close()
     }
 }

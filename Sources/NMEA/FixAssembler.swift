@@ -20,33 +20,30 @@ public struct FixAssembler: Sendable {
     /// Epochs with no timed sentence are delivered after this many sentences, so memory stays bounded.
     public static let maximumSentencesPerEpoch = 64
 
-    private struct Kind: Hashable, Sendable {
+    /// A sentence's talker and type, as far as they tell cycle ends apart (`CycleOrder`).
+    struct Kind: Hashable, Sendable {
         var talker: UInt16
         var type: UInt32
     }
 
-    /// The epoch being assembled: its sentences folded in, its sky-view changes logged, its size and time.
-    private var pending = EpochFold()
-    private var pendingSky = SkyLog()
-    private var pendingCount = 0
-    private var pendingTime: Int?
+    /// The epoch being assembled.
+    private var open = Epoch()
     /// The epoch last delivered, kept (as it was before delivery) until the next timed sentence shows it
     /// was really over: the end-of-cycle rule may have closed it too early.
-    private var closed = EpochFold()
-    private var closedSky = SkyLog()
-    private var closedCount = 0
-    private var closedTime: Int?
+    private var closed = Epoch()
     /// Sentences (GSV aside) that arrived after an end-of-cycle delivery and before the next timed
     /// sentence: if that sentence reopens the closed epoch, they are folded into it again, in order.
     private var sinceClosed: [Sentence] = []
 
-    private var lastKind: Kind?
-    private var lastCycleEnd: Kind?
-    private var cycleEnd: Kind?
+    /// Where the receiver's cycles end, as its sentence order shows.
+    private var cycle = CycleOrder()
 
+    // What earlier epochs leave to later ones: the date, the last fix with a position, the last GSA's
+    // fix type and DOPs, the sky view.
     /// The latest date seen and the time of day it was seen with.
     private var knownDate: (date: CivilDate, timeOfDay: Int)?
     private var previous: PreviousFix?
+    /// `previous` as it was before the closed epoch was delivered, restored if that epoch is reopened.
     private var previousBeforeClosed: PreviousFix?
     private var lastFixType: Int?
     private var lastDOP = DilutionOfPrecision()
@@ -59,63 +56,40 @@ public struct FixAssembler: Sendable {
     public mutating func add(_ sentence: DecodedSentence, emit: (Fix) throws -> Void) rethrows {
         guard let kind = Self.kind(of: sentence) else { return }
         if let time = sentence.sentence.timeOfDay {
-            if let current = pendingTime {
+            if let current = open.time {
                 if current != time {
                     // A new epoch began: whatever came last ended the previous one.
-                    learnCycleEnd(lastKind)
+                    cycle.cycleEnded()
                     try deliver(emit)
-                    pendingTime = time
-                    closedTime = nil
+                    open.time = time
+                    closed.time = nil
                 }
-            } else if closedTime == time {
+            } else if closed.time == time {
                 // The end-of-cycle guess was wrong: the delivered epoch goes on. Reopen it: its state as it
                 // was, then what came since, sky-view changes included, in arrival order.
-                cycleEnd = nil
-                lastCycleEnd = nil
+                cycle.forget()
                 previous = previousBeforeClosed
-                pending = closed
-                for s in sinceClosed { pending.add(s) }
-                closedSky.append(contentsOf: pendingSky)
-                swap(&closedSky, &pendingSky)
-                closedSky.removeAll()
-                pendingCount += closedCount
-                closedTime = nil
-                pendingTime = time
+                open.reopen(&closed, replaying: sinceClosed)
             } else {
-                pendingTime = time
-                closedTime = nil
+                open.time = time
+                closed.time = nil
             }
             if !sinceClosed.isEmpty { sinceClosed.removeAll(keepingCapacity: true) }
         }
-        switch sentence.sentence {
-        case .gsv(let page):
-            pendingSky.append(page, talker: sentence.talker)
-        case .gsa(let gsa):
-            pendingSky.append(gsa)
-            fallthrough
-        default:
-            pending.add(sentence.sentence)
-            if pendingTime == nil && closedTime != nil { sinceClosed.append(sentence.sentence) }
-        }
-        pendingCount += 1
-        lastKind = kind
-        if kind == cycleEnd || pendingCount >= Self.maximumSentencesPerEpoch {
-            let time = pendingTime
+        // Untimed sentences after an end-of-cycle delivery are kept in case the next timed one reopens it.
+        if open.add(sentence), open.time == nil && closed.time != nil { sinceClosed.append(sentence.sentence) }
+        cycle.noteArrival(of: kind)
+        if cycle.endsCycle(kind) || open.count >= Self.maximumSentencesPerEpoch {
+            let time = open.time
             try deliver(emit)
-            closedTime = time
+            closed.time = time
         }
     }
 
     /// Delivers the epoch still being assembled, if any (end of input).
     public mutating func finish(emit: (Fix) throws -> Void) rethrows {
-        if pendingCount > 0 { try deliver(emit) }
-        closedTime = nil
-    }
-
-    private mutating func learnCycleEnd(_ kind: Kind?) {
-        guard let kind else { return }
-        if kind == lastCycleEnd { cycleEnd = kind }
-        lastCycleEnd = kind
+        if open.count > 0 { try deliver(emit) }
+        closed.time = nil
     }
 
     @inline(__always)
@@ -147,22 +121,19 @@ public struct FixAssembler: Sendable {
 
     private mutating func deliver(_ emit: (Fix) throws -> Void) rethrows {
         previousBeforeClosed = previous
-        pendingSky.replay(into: &sky)
+        open.sky.replay(into: &sky)
         sky.endEpoch()
-        let fix = assemble(pending)
-        swap(&closed, &pending)  // pending is reset below: a swap saves copying the fold
-        closedCount = pendingCount
-        swap(&pendingSky, &closedSky)
-        pendingSky.removeAll()
-        pending = EpochFold()
-        pendingCount = 0
-        pendingTime = nil
+        let fix = assemble(open.fold, time: open.time)
+        open.close(into: &closed)
         if !sinceClosed.isEmpty { sinceClosed.removeAll(keepingCapacity: true) }
         try emit(fix)
     }
 
     /// Turns the folded epoch into a fix (the sky view has already taken the epoch's GSV and GSA).
-    private mutating func assemble(_ epoch: EpochFold) -> Fix {
+    /// - Parameters:
+    ///   - epoch: the open epoch's fold.
+    ///   - pendingTime: the open epoch's UTC time of day, milliseconds since midnight; nil if it has none.
+    private mutating func assemble(_ epoch: EpochFold, time pendingTime: Int?) -> Fix {
         var fix = Fix()
         fix.altitudeMSL = epoch.altitudeMSL
         fix.geoidSeparation = epoch.geoidSeparation
