@@ -13,6 +13,7 @@
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -126,4 +127,33 @@ int locationd_peer_groups(int fd, uint32_t *gids, int capacity) {
     socklen_t length = (socklen_t)(capacity * (int)sizeof(uint32_t));
     if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, gids, &length) != 0) return -1;
     return (int)(length / sizeof(uint32_t));
+}
+
+int locationd_file_owner(const char *path, uint32_t *uid) {
+    struct stat st;
+    if (stat(path, &st) != 0) return -1;
+    *uid = st.st_uid;
+    return 0;
+}
+
+int locationd_pass_credentials(int fd) {
+    int on = 1;
+    return setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, sizeof on);
+}
+
+long locationd_receive_with_sender(int fd, void *buffer, size_t length, int32_t *pid) {
+    struct iovec io = {.iov_base = buffer, .iov_len = length};
+    union { struct cmsghdr align; char bytes[CMSG_SPACE(sizeof(struct ucred))]; } control;
+    struct msghdr message = {.msg_iov = &io, .msg_iovlen = 1, .msg_control = &control, .msg_controllen = sizeof control};
+    ssize_t n = recvmsg(fd, &message, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    if (n < 0) return -1;
+    *pid = -1;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&message); c; c = CMSG_NXTHDR(&message, c)) {
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS && c->cmsg_len >= CMSG_LEN(sizeof(struct ucred))) {
+            struct ucred credentials;
+            memcpy(&credentials, CMSG_DATA(c), sizeof credentials);
+            *pid = credentials.pid;
+        }
+    }
+    return n;
 }

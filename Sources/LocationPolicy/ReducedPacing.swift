@@ -1,26 +1,26 @@
-/// Pacing of reduced-accuracy reports: one report per `interval` for each client, where a client is a
-/// user and a program (ARCHITECTURE.md "Pacing and quotas") — never a connection, so that reconnecting
-/// or connecting many times gets no more reports, and the same report goes to each of its connections.
+/// Pacing of reduced-accuracy reports: one report per `interval` for each user (ARCHITECTURE.md "Pacing
+/// and quotas") — never per connection, unit or program, so that reconnecting, connecting many times, a
+/// fresh systemd unit or a renamed copy of a program gets no more reports; the same report goes to each
+/// of the user's reduced clients.
 ///
 /// Core Location sends approximate locations a few times an hour; a report a second would show when the
 /// client crosses a grid line of the reduced position (`LocationFudger`). Pure value: the caller keeps
 /// the clock.
 public struct ReducedPacing: Sendable {
-    /// Whom pacing counts for: the kernel-verified uid and the program's executable — never the systemd
-    /// unit, which a user names freely (`systemd-run --user --scope` makes a new one each time), nor the
-    /// connection. All of a user's programs whose executable is unknown share one key.
+    /// Whom pacing counts for: the kernel-verified uid alone. The systemd unit is named freely
+    /// (`systemd-run --user --scope` makes a new one each time), and so, in effect, is the executable: a
+    /// user can copy a program under any name (a security review reset the pacing with renamed copies of
+    /// python), so all of a user's programs share one cadence.
     public struct Key: Hashable, Sendable {
         public var uid: UInt32
-        public var program: String
 
-        public init(uid: UInt32, program: String) {
+        public init(uid: UInt32) {
             self.uid = uid
-            self.program = program
         }
 
         /// The key of a client identity.
         public init(_ identity: ClientIdentity) {
-            self.init(uid: identity.uid, program: identity.executable ?? "-")
+            self.init(uid: identity.uid)
         }
     }
 

@@ -76,6 +76,12 @@ public enum FileDescriptorOps {
         return funnel(.stat) { locationd_file_identity(path, &device, &inode) }.map { _ in (device, inode) }
     }
 
+    /// stat(2): the owner uid of the file at `path`.
+    public static func owner(ofFileAt path: String) -> Result<UInt32, Errno> {
+        var uid: UInt32 = 0
+        return funnel(.stat) { locationd_file_owner(path, &uid) }.map { _ in uid }
+    }
+
     /// mkdir(2).
     public static func makeDirectory(_ path: String, mode: mode_t) -> Result<Void, Errno> {
         funnel(.mkdir) { mkdir(path, mode) }.map { _ in () }

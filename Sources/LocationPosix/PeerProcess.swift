@@ -43,11 +43,39 @@ public enum PeerProcess {
     /// Whether process `pid` has a descriptor open on the socket with inode `inode` (its /proc/PID/fd
     /// links read `socket:[INODE]`; reading another user's needs CAP_SYS_PTRACE).
     public static func process(_ pid: Int32, holdsSocket inode: UInt64) -> Bool {
-        guard case .success(let names) = FileDescriptorOps.directoryEntries(atPath: "/proc/\(pid)/fd") else { return false }
         let target = "socket:[\(inode)]"
-        return names.contains { name in
+        let holds = { (name: String) -> Bool in
             guard case .success(let link) = FileDescriptorOps.readLink("/proc/\(pid)/fd/\(name)") else { return false }
             return link == target
         }
+        if case .success(let names) = FileDescriptorOps.directoryEntries(atPath: "/proc/\(pid)/fd") { return names.contains(where: holds) }
+        // Listing another user's descriptor table needs read permission on the directory, which a
+        // daemon with CAP_SYS_PTRACE alone lacks; reading each link needs only ptrace access. Try every
+        // descriptor number below the table's size (`FDSize` in /proc/PID/status).
+        guard let size = descriptorTableSize(pid) else { return false }
+        return (0..<size).contains { holds(String($0)) }
+    }
+
+    /// The size of a process's descriptor table (`FDSize:` in /proc/PID/status), at most 65536.
+    static func descriptorTableSize(_ pid: Int32) -> Int? {
+        guard case .success(let bytes) = FileDescriptorOps.readFile(atPath: "/proc/\(pid)/status", maximumBytes: 1 << 16) else { return nil }
+        let line = String(decoding: bytes, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix("FDSize:") }
+        guard let value = line?.split(separator: "\t").last.flatMap({ Int($0.trimmingPrefix(" ")) }) else { return nil }
+        return min(value, 65536)
+    }
+
+    /// Asks the kernel to attach the writer's credentials to what is written to the Unix socket `fd`
+    /// (SO_PASSCRED); on a listening socket, to its connections from their first byte.
+    public static func passCredentials(_ fd: Int32) -> Result<Void, Errno> {
+        funnel(.setsockopt) { locationd_pass_credentials(fd) }.map { _ in () }
+    }
+
+    /// recvmsg(2) without blocking, on a Unix stream socket with SO_PASSCRED: the count of bytes read,
+    /// and the process that wrote them (nil when the kernel attached none); one read never holds two
+    /// writers' bytes. `.wouldBlock` when nothing is waiting.
+    public static func receive(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) -> Result<(count: Int, sender: Int32?), Errno> {
+        var pid: Int32 = -1
+        return funnel(.read) { locationd_receive_with_sender(fd, buffer.baseAddress, buffer.count, &pid) }
+            .map { (count: Int($0), sender: pid >= 0 ? pid : nil) }
     }
 }

@@ -14,9 +14,8 @@ extension ClientIdentity {
     /// Reads the identity of the peer of a connected Unix socket.
     ///
     /// The process is pinned by a pidfd before /proc is read and checked to be alive after: the kernel's
-    /// SO_PEERPIDFD where it has one (Linux 6.5+); elsewhere pidfd_open(2) on the peer's pid, and the
-    /// pinned process must hold the socket at the other end of ours (sock_diag) — else the pid was
-    /// reused, or the connecting process handed the socket on and exited, and the client is refused.
+    /// SO_PEERPIDFD where it has one (Linux 6.5+), elsewhere pidfd_open(2) on the peer's pid. The front
+    /// then serves only requests written by that pid.
     /// - Parameter kernelPidFD: false to take the pidfd_open path even where SO_PEERPIDFD works (tests).
     /// - Throws: `Errno` when the socket has no peer credentials; `Errno.noSuchProcess` when the process
     ///   that connected cannot be pinned and checked (it exited, or its pid now names another process).
@@ -34,14 +33,13 @@ extension ClientIdentity {
                               groups: groupNames(gids), executable: executable, unit: unit, verifiedByPidFD: true)
     }
 
-    /// A pidfd for the peer of `socket`: the kernel's (SO_PEERPIDFD), or pidfd_open(`pid`) checked to be
-    /// the process holding the other end of the socket.
+    /// A pidfd for the peer of `socket`: the kernel's (SO_PEERPIDFD), or pidfd_open(`pid`). Either may pin
+    /// a process that is no longer the one behind the socket — it exec'd another program, or exited and
+    /// its pid went to another process — so the native front also checks that every request comes from
+    /// this pid (SCM_CREDENTIALS, `NativeFront`).
     static func pin(peerOf socket: Int32, pid: Int32, kernelPidFD: Bool) throws(Errno) -> OwnedFileDescriptor {
         if kernelPidFD, let fd = peerPidFD(socket) { return OwnedFileDescriptor(taking: fd) }
         guard case .success(let pidfd) = PeerProcess.pin(pid) else { throw .noSuchProcess }
-        guard let peer = PeerProcess.unixPeerInode(of: socket), PeerProcess.process(pid, holdsSocket: peer) else {
-            throw .noSuchProcess
-        }
         return pidfd
     }
 

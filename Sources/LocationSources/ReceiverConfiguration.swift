@@ -126,7 +126,7 @@ extension ReceiverConfiguration {
             priority = v
         }
         var stale: Duration? = nil
-        if let s = value("stale-after") {
+        if let s = value("stale-after"), s.value != "auto" {
             guard let v = Self.duration(s.value), v > .zero else {
                 throw ConfigurationError(key: "stale-after", message: "'\(s.value)' is not a duration (e.g. 3, 3s, 500ms)", line: s.line)
             }

@@ -62,9 +62,9 @@ extension ServerMessage {
         case "STATUS":
             let receivers = try m.objects("receivers").map { r throws(ServerMessageError) in
                 Status.Receiver(name: try r.string("name") ?? "?", type: try r.string("type") ?? "?", path: try r.string("path"),
-                                state: try r.string("state") ?? "?", reason: try r.string("reason"), speed: try r.integer("speed"),
-                                connectedSince: try r.time("connectedSince"), sentences: try r.integer("sentences") ?? 0,
-                                fixes: try r.integer("fixes"), errors: try r.integer("errors") ?? 0,
+                                state: try r.string("state"), reason: try r.string("reason"), speed: try r.integer("speed"),
+                                connectedSince: try r.time("connectedSince"), sentences: try r.integer("sentences"),
+                                fixes: try r.integer("fixes"), errors: try r.integer("errors"),
                                 lastFixTime: try r.time("lastFixTime"), priority: try r.integer("priority") ?? 0)
             }
             return .status(Status(mode: try m.fixMode("mode"), clients: try m.integer("clients") ?? 0, receivers: receivers))

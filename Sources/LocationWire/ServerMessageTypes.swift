@@ -145,21 +145,24 @@ extension ServerMessage {
             /// Device path (serial), `host:port` (gpsd) or file (replay); nil when not given (`path`).
             public var path: String?
             /// `starting`, `connected`, `unavailable` or `stopped` (`state`; text, so that states a newer
-            /// daemon adds still show).
-            public var state: String
+            /// daemon adds still show); nil for a client without full accuracy (a receiver becoming
+            /// unavailable would tell it the fix was lost sooner than its paced reports).
+            public var state: String?
             /// Why it is unavailable, when it is (`reason`).
             public var reason: String?
             /// Serial line speed, bit/s (`speed`).
             public var speed: Int?
             /// When it connected, UTC (`connectedSince`).
             public var connectedSince: UTCTime?
-            /// NMEA sentences read since the daemon started (`sentences`).
-            public var sentences: Int
+            /// NMEA sentences read since the daemon started (`sentences`); nil as `state` (the count moves once
+            /// an epoch, by that epoch's sentences: the cadence, and satellites in view from the GSV count).
+            public var sentences: Int?
             /// Fixes since the daemon started; nil for a client that may not see fix timing (only clients
             /// with full accuracy, and admins, do) (`fixes`).
             public var fixes: Int?
-            /// Errors (bad checksums, garbled lines, read failures) since the daemon started (`errors`).
-            public var errors: Int
+            /// Errors (bad checksums, garbled lines, read failures) since the daemon started (`errors`); nil
+            /// as `state`.
+            public var errors: Int?
             /// Time of its last fix, UTC; nil when there was none, or as `fixes` (`lastFixTime`).
             public var lastFixTime: UTCTime?
             /// Failover priority: higher wins while it has a fix (`priority`).
@@ -167,9 +170,9 @@ extension ServerMessage {
 
             /// Makes the value; each parameter is the property of the same name (units there); counts
             /// default to 0.
-            public init(name: String, type: String, path: String? = nil, state: String, reason: String? = nil,
-                        speed: Int? = nil, connectedSince: UTCTime? = nil, sentences: Int = 0, fixes: Int? = 0,
-                        errors: Int = 0, lastFixTime: UTCTime? = nil, priority: Int = 0) {
+            public init(name: String, type: String, path: String? = nil, state: String?, reason: String? = nil,
+                        speed: Int? = nil, connectedSince: UTCTime? = nil, sentences: Int? = 0, fixes: Int? = 0,
+                        errors: Int? = 0, lastFixTime: UTCTime? = nil, priority: Int = 0) {
                 self.name = name
                 self.type = type
                 self.path = path

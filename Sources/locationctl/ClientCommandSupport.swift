@@ -348,6 +348,9 @@ extension String {
 /// Renders `rows` (the first is the header) as columns two spaces apart; `rightAligned` columns are
 /// padded on the left; the last column is not padded.
 func renderTable(_ rows: [[String]], rightAligned: Set<Int> = []) -> String {
+    // Cells come from the daemon, and some from clients (an executable path, a unit): control and
+    // format characters are shown as escapes, so that none can forge a row or drive the terminal.
+    let rows = rows.map { $0.map { String(DisplayText.escaped($0)) } }
     guard let columns = rows.map(\.count).max() else { return "" }
     var widths = [Int](repeating: 0, count: columns)
     for row in rows {

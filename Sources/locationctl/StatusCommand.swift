@@ -58,8 +58,9 @@ enum StatusCommand {
             var source = receiver.path ?? "-"
             if let speed = receiver.speed { source += " @ \(speed) bit/s" }
             if let reason = receiver.reason { reasons[rows.count] = reason }
-            rows.append([receiver.name, receiver.type, receiver.state, String(receiver.priority),
-                         String(receiver.sentences), receiver.fixes.map(String.init) ?? "-", String(receiver.errors),
+            rows.append([receiver.name, receiver.type, receiver.state ?? "-", String(receiver.priority),
+                         receiver.sentences.map(String.init) ?? "-", receiver.fixes.map(String.init) ?? "-",
+                         receiver.errors.map(String.init) ?? "-",
                          humanTime(receiver.lastFixTime), source])
         }
         let rightAligned: Set<Int> = [3, 4, 5, 6]

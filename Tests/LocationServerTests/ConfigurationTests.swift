@@ -209,4 +209,31 @@ struct ConfigurationTests {
         #expect(check.stdout.contains("max-clients = 5") && check.stdout.contains("access = ask") && check.stdout.contains("socket = /run/locationd/locationd.sock"))
         #expect(Self.run(["--version"]).stdout.hasPrefix("locationd "))
     }
+
+    @Test("--check-config's output is a config that reads back to itself; stale-after = auto, its documented default, is accepted")
+    func effectiveRoundTrip() throws {
+        let dir = Self.directory(["in.conf": """
+            [daemon]
+            client-timeout = 30s
+            [receiver demo]
+            type = replay
+            file = /dev/null
+            stale-after = auto
+            [receiver slow]
+            type = replay
+            file = /dev/null
+            stale-after = 1500ms
+            [policy]
+            once-lifetime = 1h 30min
+            """])
+        let first = Self.run(["--check-config", "--config", dir + "/in.conf"])
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.stdout.contains("stale-after = auto") && first.stdout.contains("stale-after = 1.5s"))
+        #expect(first.stdout.contains("client-timeout = 30s") && first.stdout.contains("once-lifetime = 5400s")
+                && first.stdout.contains("reduced-grid = 2000\n"), "\(first.stdout)")
+        FileManager.default.createFile(atPath: dir + "/again.conf", contents: Data(first.stdout.utf8))
+        let second = Self.run(["--check-config", "--config", dir + "/again.conf"])
+        #expect(second.status == 0, "\(second.stderr)")
+        #expect(second.stdout == first.stdout)
+    }
 }

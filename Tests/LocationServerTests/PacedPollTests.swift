@@ -8,7 +8,7 @@ import Testing
 /// depends on nothing but when it last got a report.
 @Suite("Publisher: requested accuracy and the pacing's due time")
 struct PacedPollTests {
-    static let key = ReducedPacing.Key(uid: 1000, program: "/usr/bin/weather")
+    static let key = ReducedPacing.Key(uid: 1000)
     static let start = ContinuousClock.now
 
     @Test("timeUntilDue: zero before any report and from reduced-interval on; what is left of it in between",
@@ -27,7 +27,7 @@ struct PacedPollTests {
         #expect(wait == .seconds(expected))
         #expect(pacing.isDue(Self.key, now: Self.start + .seconds(queriedAt), interval: .seconds(900)) == (expected == 0))
         // Another user's program, or another program of the user: its own time.
-        #expect(pacing.timeUntilDue(.init(uid: 1001, program: "/usr/bin/weather"), now: Self.start + .seconds(queriedAt),
+        #expect(pacing.timeUntilDue(.init(uid: 1001), now: Self.start + .seconds(queriedAt),
                                     interval: .seconds(900)) == .zero)
     }
 

@@ -103,7 +103,7 @@ struct PublisherTests {
         #expect(reduced == 1)
     }
 
-    @Test("reduced pacing counts per user and program: a second connection gets the same report, not a new one")
+    @Test("reduced pacing counts per user: a second connection gets the same report, not a new one")
     func pacingPerProgram() {
         var p = Self.publisher()
         _ = Self.watch(&p, 1, Self.weather, at: Self.moment(0))
@@ -328,7 +328,7 @@ struct PublisherTests {
         #expect(again != nil)
     }
 
-    @Test("pacing is keyed on user and executable: a fresh systemd unit gets no fresh report")
+    @Test("pacing is keyed on the user: a fresh systemd unit, or another program, gets no fresh report")
     func pacingIgnoresUnit() {
         var p = Self.publisher(Self.rules(reducedInterval: 900))
         var first = Self.weather
@@ -336,6 +336,10 @@ struct PublisherTests {
         var second = Self.weather
         second.unit = "run-u2.scope"
         #expect(ReducedPacing.Key(first) == ReducedPacing.Key(second))
+        // A renamed copy of a program is another executable, and the same user: the same key.
+        var copy = Self.weather
+        copy.executable = "/tmp/weather-copy"
+        #expect(ReducedPacing.Key(copy) == ReducedPacing.Key(Self.weather))
         _ = Self.watch(&p, 1, first, at: Self.moment(0))
         var out: [Delivery] = []
         p.publish(Self.positioned[0], at: Self.moment(1), into: &out)

@@ -61,4 +61,16 @@ int locationd_pidfd_open(int32_t pid);
 /// more than `capacity`).
 int locationd_peer_groups(int fd, uint32_t *gids, int capacity);
 
+/// setsockopt(fd, SOL_SOCKET, SO_PASSCRED, 1): the kernel attaches the writer's credentials to what is
+/// written to this Unix socket from now on (on a listening socket: to its connections from the start).
+int locationd_pass_credentials(int fd);
+
+/// recvmsg(2) on a Unix stream socket with SO_PASSCRED, without blocking: the bytes, and in `pid` the
+/// process that wrote them (the kernel never joins two writers' bytes in one read); -1 when none was
+/// attached. Returns the count, or -1 with errno.
+long locationd_receive_with_sender(int fd, void *buffer, size_t length, int32_t *pid);
+
+/// stat(2), following links: the owner uid of the file at `path`. 0, or -1 with errno.
+int locationd_file_owner(const char *path, uint32_t *uid);
+
 #endif

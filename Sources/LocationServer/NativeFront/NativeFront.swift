@@ -26,6 +26,10 @@ public struct ServerLimits: Sendable {
 
     /// Connections only root and the admin group may use: an eighth of `maxClients`, 1 to 16.
     public var reservedClients: Int { max(1, min(16, maxClients / 8)) }
+
+    /// The connections one user may hold: `maxClientsPerUser`, but never more than half of the room not
+    /// kept for administrators, so that one user can never take it all.
+    public var clientsPerUser: Int { min(maxClientsPerUser, max(1, (maxClients - reservedClients) / 2)) }
 }
 
 /// What the server needs to know about the receivers for STATUS and STATE messages: a snapshot, never
@@ -64,6 +68,8 @@ public final class NativeFront: Sendable {
     public init(listener: ListeningSocket, limits: ServerLimits, rules: PolicyRules, adminGroup: String, store: PolicyStore,
                 receivers: any ReceiverStatusProvider, log: Log, release: String) {
         self.listener = listener
+        // Every request is checked against the process that connected (`ServerState.readable`).
+        _ = PeerProcess.passCredentials(listener.fileDescriptor)
         self.store = store
         self.log = log
         let policy = PolicyState(rules: rules, grants: store.initialGrants, adminGroup: adminGroup)
@@ -182,6 +188,7 @@ public final class NativeFront: Sendable {
 
     /// Reads a new client's identity from the kernel (off the fan-out queue), then admits it.
     private func identify(_ fd: Int32) {
+        _ = PeerProcess.passCredentials(fd)
         let identity: ClientIdentity
         do {
             identity = try ClientIdentity.ofPeer(socket: fd)

@@ -107,8 +107,8 @@ struct ServerState {
         if connections.count >= limits.maxClients - limits.reservedClients {
             return "too many clients (\(limits.maxClients), of which \(limits.reservedClients) are kept for administrators)"
         }
-        if connectionsPerUser[identity.uid, default: 0] >= limits.maxClientsPerUser {
-            return "too many clients of uid \(identity.uid) (\(limits.maxClientsPerUser))"
+        if connectionsPerUser[identity.uid, default: 0] >= limits.clientsPerUser {
+            return "too many clients of uid \(identity.uid) (\(limits.clientsPerUser))"
         }
         return nil
     }
@@ -173,16 +173,21 @@ struct ServerState {
 
     /// Client `id`'s socket is readable: frames what arrived into requests and answers them.
     mutating func readable(_ id: Int, at now: Moment) {
-        guard let fd = connections[id]?.fd else { return }
-        let result = readBuffer.withUnsafeMutableBytes { FileDescriptorOps.read(fd, into: $0) }
+        guard let fd = connections[id]?.fd, let identity = connections[id]?.identity else { return }
+        let result = readBuffer.withUnsafeMutableBytes { PeerProcess.receive(fd, into: $0) }
         switch result {
-        case .success(0):
+        case .success((0, _)):
             close(id, why: "client disconnected")
         case .failure(.wouldBlock):
             return
         case .failure(let e):
             close(id, why: "read failed: \(e)")
-        case .success(let n):
+        case .success((_, let sender?)) where sender != identity.pid:
+            // Its identity is the process that connected (SO_PEERCRED); another one wrote this — a child
+            // it left the socket to before exec'ing a trusted program, or the holder of a socket whose
+            // connecting process exited and whose pid went to another program.
+            refuse(id, "requests must come from the process that connected (pid \(identity.pid)), not pid \(sender)")
+        case .success((let n, _)):
             connections[id]?.meter.tick(now.monotonic)
             connections[id]?.meter.bytes += n
             var events: [LineFramer.Event] = []
@@ -275,7 +280,7 @@ struct ServerState {
         let reports = context.receivers.receiverReports()
         if reports.isEmpty { return "no receiver is configured" }
         if reports.allSatisfy({ $0.state != "connected" }) {
-            return "receivers unavailable: " + reports.map { "\($0.name): \($0.reason ?? $0.state)" }.joined(separator: "; ")
+            return "receivers unavailable: " + reports.map { "\($0.name): \($0.reason ?? $0.state ?? "?")" }.joined(separator: "; ")
         }
         return "no receiver has a fix"
     }
