@@ -258,6 +258,7 @@ extension Daemon {
             new.maxClientsPerUser = old.maxClientsPerUser
         }
         if new.clientTimeout != old.clientTimeout { needRestart.append("client-timeout"); new.clientTimeout = old.clientTimeout }
+        if new.gpsdListen != old.gpsdListen { needRestart.append("gpsd-listen"); new.gpsdListen = old.gpsdListen }
         if !needRestart.isEmpty {
             log.warning("changed settings apply at the next restart", ["config.keys": needRestart.joined(separator: ",")])
         }
