@@ -95,6 +95,15 @@ public final class Daemon: @unchecked Sendable {
             }
             socketActivated = false
         }
+        var gpsdListeners: [TCPListener] = []
+        for address in configuration.gpsdListen {
+            do {
+                gpsdListeners.append(try TCPListener(address: address))
+            } catch {
+                gpsdListeners.forEach { $0.close() }
+                throw DaemonError.socket(path: address.description, errno: error)
+            }
+        }
         receivers = ReceiverSet(configuration.receivers.map(makeReceiver))
         var limits = ServerLimits()
         limits.maxClients = configuration.maxClients
@@ -103,7 +112,8 @@ public final class Daemon: @unchecked Sendable {
         limits.clientTimeout = .seconds(configuration.clientTimeout)
         let store = PolicyStore(stateDirectory: configuration.stateDirectory, log: log)
         server = NativeFront(listener: listener, limits: limits, rules: configuration.rules, adminGroup: configuration.adminGroup,
-                             store: store, receivers: ReceiverSetReports(set: receivers), log: log, release: locationdRelease)
+                             store: store, receivers: ReceiverSetReports(set: receivers), log: log, release: locationdRelease,
+                             gpsdListeners: gpsdListeners)
     }
 
     /// Descriptors the daemon needs besides its clients' (receivers, the store, the log, identity reads).
