@@ -1,0 +1,155 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import LocationPosix
+import Testing
+
+/// Issue 13: the gpsd front of the real daemon, with Debian's real gpsd clients (gpspipe, python3-gps)
+/// over TCP loopback, under the policy; positions checked against gpsd's own decoding of the capture
+/// (its regression `.chk`).
+@Suite("gpsd front: real gpsd clients against the daemon", .serialized)
+struct GpsdFrontEndToEndTests {
+    /// A TCP port nobody listens on now (bound to port 0, then closed).
+    static func freePort() throws -> UInt16 {
+        let probe = try TCPListener(address: try #require(TCPAddress(parsing: "127.0.0.1:0")))
+        defer { probe.close() }
+        return try #require(probe.address?.port)
+    }
+
+    /// The daemon replaying the demo capture with the gpsd front on `port`.
+    static func daemon(port: UInt16, policy: String, clients: String = "", daemonKeys: String = "") throws -> DaemonProcess {
+        try DaemonProcess(config: PolicyEndToEndTests.config(policy: policy, clients: clients, rate: "20"),
+                          daemonKeys: "gpsd-listen = 127.0.0.1:\(port)\n" + daemonKeys)
+    }
+
+    /// The positions gpsd itself decoded from the capture: its `.chk`'s TPV `"lat":…,"lon":…` pairs, as it
+    /// prints them (`%.9f`).
+    static func gpsdPositions() throws -> Set<String> {
+        let path = DaemonProcess.sharedDirectory + "/nmea-logs/haicom-305N.log.chk"
+        let text = try #require(FileManager.default.contents(atPath: path).map { String(decoding: $0, as: UTF8.self) })
+        return Set(text.split(separator: "\n").compactMap { positionMembers(of: $0) })
+    }
+
+    /// `"lat":…,"lon":…` of a TPV line; nil when it has none.
+    static func positionMembers(of line: Substring) -> String? {
+        guard line.contains("\"class\":\"TPV\""), let lat = line.firstRange(of: "\"lat\":") else { return nil }
+        let rest = line[lat.lowerBound...]
+        guard let lon = rest.firstRange(of: "\"lon\":") else { return nil }
+        let end = rest[lon.upperBound...].firstIndex(of: ",") ?? rest.endIndex
+        return String(rest[..<end])
+    }
+
+    static func run(_ arguments: [String]) throws -> String {
+        var template = Array("/tmp/locationd-gpsdfront-XXXXXX".utf8CString)
+        let directory = try #require(mkdtemp(&template).map { String(cString: $0) })
+        chmod(directory, 0o755)
+        defer { _ = try? FileManager.default.removeItem(atPath: directory) }
+        return try PolicyEndToEndTests.run(arguments, in: directory).stdout
+    }
+
+    /// The lines of gpsd's output (each ends in CR LF, one `Character` in Swift).
+    static func lines(_ output: String) -> [Substring] {
+        output.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" })
+    }
+
+    static let asNobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+    @Test("gpspipe -w as root under an allow rule: VERSION, then TPVs whose positions are gpsd's own, and SKY")
+    func gpspipeAllowed() throws {
+        let port = try Self.freePort()
+        let daemon = try Self.daemon(port: port, policy: "access = deny", clients: PolicyEndToEndTests.rootSeesAll)
+        defer { daemon.stop() }
+        let output = try Self.run(["timeout", "20", "gpspipe", "-w", "-n", "20", "127.0.0.1:\(port)"])
+        let lines = Self.lines(output)
+        #expect(lines.first?.hasPrefix(#"{"class":"VERSION","release":"3.22","rev":"3.22","proto_major":3,"proto_minor":14"#) == true, "\(output)")
+        let positions = lines.compactMap { Self.positionMembers(of: $0) }
+        #expect(positions.count >= 3, "\(output)")
+        let expected = try Self.gpsdPositions()
+        #expect(expected.count > 10)
+        for position in positions { #expect(expected.contains(position), "\(position) is not a position gpsd decoded") }
+        #expect(lines.contains { $0.hasPrefix(#"{"class":"SKY","#) && $0.contains(#""satellites":[{"PRN":"#) }, "\(output)")
+    }
+
+    @Test("gpspipe -w as another uid without a grant: VERSION, DEVICES, the WATCH echo and mode 1 TPVs — no position byte")
+    func gpspipeStranger() throws {
+        let port = try Self.freePort()
+        let daemon = try Self.daemon(port: port, policy: "access = ask", clients: PolicyEndToEndTests.rootSeesAll)
+        defer { daemon.stop() }
+        let output = try Self.run(["timeout", "10"] + Self.asNobody + ["gpspipe", "-w", "-n", "12", "127.0.0.1:\(port)"])
+        let lines = Self.lines(output)
+        #expect(lines.contains { $0.hasPrefix(#"{"class":"VERSION""#) }, "\(output)")
+        #expect(lines.contains { $0.hasPrefix(#"{"class":"WATCH","enable":true,"json":true"#) }, "\(output)")
+        let tpvs = lines.filter { $0.hasPrefix(#"{"class":"TPV""#) }
+        #expect(tpvs.count >= 3, "\(output)")
+        for tpv in tpvs { #expect(tpv.contains(#""mode":1}"#) && !tpv.contains("time"), "\(tpv)") }
+        for word in ["\"lat\"", "\"lon\"", "\"time\":\"20", "SKY", "$GP", "-27.2", "153.0"] {
+            #expect(!output.contains(word), "\(word) reached a client without a grant")
+        }
+    }
+
+    @Test("a rule keyed on gpspipe's executable matches it over TCP")
+    func ruleOnExecutable() throws {
+        let executable = try #require(TCPPeerTests.realPath("/usr/bin/gpspipe"))
+        let rule = "[client gpspipe]\nexecutable = \(executable)\naccess = always\naccuracy = full\n"
+        let port = try Self.freePort()
+        let daemon = try Self.daemon(port: port, policy: "access = deny", clients: rule)
+        defer { daemon.stop() }
+        let output = try Self.run(["timeout", "20"] + Self.asNobody + ["gpspipe", "-w", "-n", "12", "127.0.0.1:\(port)"])
+        let positions = Self.lines(output).compactMap { Self.positionMembers(of: $0) }
+        #expect(!positions.isEmpty, "\(output)")
+        let expected = try Self.gpsdPositions()
+        for position in positions { #expect(expected.contains(position)) }
+    }
+
+    @Test("python3-gps: gps.gps(host=, port=) with stream(WATCH_ENABLE|WATCH_JSON) reads a fix gpsd decoded")
+    func pythonGps() throws {
+        let port = try Self.freePort()
+        let daemon = try Self.daemon(port: port, policy: "access = deny", clients: PolicyEndToEndTests.rootSeesAll)
+        defer { daemon.stop() }
+        let script = """
+            import gps, sys
+            session = gps.gps(host="127.0.0.1", port=sys.argv[1])
+            session.stream(gps.WATCH_ENABLE | gps.WATCH_JSON)
+            for report in session:
+                if report["class"] == "TPV" and "lat" in report:
+                    print("%.9f %.9f %d" % (report.lat, report.lon, report.mode))
+                    break
+            """
+        let output = try Self.run(["timeout", "20", "/usr/bin/python3", "-c", script, String(port)])
+        let fields = output.split(whereSeparator: { $0 == " " || $0 == "\n" })
+        #expect(fields.count == 3, "\(output)")
+        guard fields.count == 3 else { return }
+        let expected = try Self.gpsdPositions()
+        #expect(expected.contains(#""lat":\#(fields[0]),"lon":\#(fields[1])"#), "\(output)")
+        #expect(fields[2] == "2" || fields[2] == "3")
+    }
+
+    @Test("gpspipe -r at reduced accuracy: synthesized NMEA with the reduced position only — no satellites, no true position")
+    func gpspipeReducedNMEA() throws {
+        let rule = "[client nobody]\nuser = nobody\naccess = always\naccuracy = reduced\n"
+        let port = try Self.freePort()
+        let daemon = try Self.daemon(port: port, policy: "access = deny\nreduced-interval = 1s", clients: rule)
+        defer { daemon.stop() }
+        let output = try Self.run(["timeout", "8"] + Self.asNobody + ["gpspipe", "-r", "-n", "12", "127.0.0.1:\(port)"])
+        let sentences = Self.lines(output).filter { $0.hasPrefix("$") }
+        let rmc = sentences.filter { $0.hasPrefix("$GPRMC,") }
+        #expect(!rmc.isEmpty, "\(output)")
+        #expect(!sentences.contains { $0.hasPrefix("$GPGSV") }, "satellites reached a reduced client")
+        // The capture's own position (gpsd: -27.210866667, 153.052328333 = 2712.6520 S, 15303.1397 E) never appears.
+        let truePositions = try Self.gpsdPositions()
+        for sentence in rmc {
+            let f = sentence.split(separator: ",", omittingEmptySubsequences: false)
+            guard f.count > 6, let lat = Double(f[3]), let lon = Double(f[5]) else { continue }
+            let latitude = (f[4] == "S" ? -1 : 1) * (Double(Int(lat / 100)) + lat.truncatingRemainder(dividingBy: 100) / 60)
+            let longitude = (f[6] == "W" ? -1 : 1) * (Double(Int(lon / 100)) + lon.truncatingRemainder(dividingBy: 100) / 60)
+            #expect(abs(latitude + 27.21) < 0.2 && abs(longitude - 153.05) < 0.2, "\(sentence)")
+            let nearest = truePositions.compactMap { p -> Double? in
+                let parts = p.split(separator: ",")
+                guard parts.count == 2, let a = Double(parts[0].dropFirst(6)), let b = Double(parts[1].dropFirst(6)) else { return nil }
+                return max(abs(a - latitude), abs(b - longitude))
+            }.min() ?? 0
+            #expect(nearest > 0.0001, "reduced NMEA carries a true position: \(sentence)")
+        }
+    }
+}
