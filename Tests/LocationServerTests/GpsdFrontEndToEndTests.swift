@@ -152,4 +152,65 @@ struct GpsdFrontEndToEndTests {
             #expect(nearest > 0.0001, "reduced NMEA carries a true position: \(sentence)")
         }
     }
+
+    @Test("under ask, the agent is asked on gpspipe's behalf when it starts watching; mode 1 TPVs until allowed, then gpsd's positions")
+    func askedOnItsBehalf() throws {
+        let port = try Self.freePort()
+        let daemon = try Self.daemon(port: port, policy: "access = ask\naccuracy = full\nask-timeout = 10s")
+        defer { daemon.stop() }
+        let agent = try RawClient(daemon.socketPath)
+        agent.send(#"{"class":"AGENT"}"#)
+        #expect(agent.message("AGENT") != nil)
+        var template = Array("/tmp/locationd-gpsdfront-XXXXXX".utf8CString)
+        let directory = try #require(mkdtemp(&template).map { String(cString: $0) })
+        let gpspipe = try PolicyEndToEndTests.start(["timeout", "20", "gpspipe", "-w", "-n", "40", "127.0.0.1:\(port)"], in: directory)
+        let ask = try #require(agent.message("ASK"))
+        guard case .object(let who)? = ask["client"] else { Issue.record("ASK without client"); return }
+        #expect(who["exe"]?.string == TCPPeerTests.realPath("/usr/bin/gpspipe"))
+        usleep(500_000)
+        agent.send(#"{"class":"ANSWER","id":\#(Int(try #require(ask["id"]?.number))),"answer":"allowOnce"}"#)
+        #expect(agent.message("ANSWERED")?["answer"]?.string == "allowOnce")
+        let output = PolicyEndToEndTests.finish(gpspipe).stdout
+        let lines = Self.lines(output)
+        let tpvs = lines.filter { $0.hasPrefix(#"{"class":"TPV""#) }
+        let firstPosition = try #require(tpvs.firstIndex { $0.contains(#""lat":"#) }, "\(output)")
+        #expect(firstPosition > 0, "a position before the agent answered: \(output)")
+        for tpv in tpvs[..<firstPosition] { #expect(tpv.hasSuffix(#""mode":1}"#), "\(tpv)") }
+        let expected = try Self.gpsdPositions()
+        for position in lines.compactMap({ Self.positionMembers(of: $0) }) { #expect(expected.contains(position)) }
+    }
+
+    @Test("?POLL; answers with time, active, the latest TPV and SKY the client may see; nothing for a client without a grant")
+    func poll() throws {
+        let port = try Self.freePort()
+        let daemon = try Self.daemon(port: port, policy: "access = deny", clients: PolicyEndToEndTests.rootSeesAll)
+        defer { daemon.stop() }
+        let script = """
+            import socket, sys, time
+            s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+            s.sendall(b'?WATCH={"enable":true};')
+            time.sleep(1.5)
+            s.sendall(b"?POLL;")
+            s.settimeout(1)
+            data = b""
+            try:
+                while b'"class":"POLL"' not in data or not data.endswith(b"\\r\\n"):
+                    data += s.recv(65536)
+            except socket.timeout:
+                pass
+            sys.stdout.write(data.decode())
+            """
+        let root = try Self.run(["timeout", "10", "/usr/bin/python3", "-c", script, String(port)])
+        let poll = try #require(Self.lines(root).first { $0.hasPrefix(#"{"class":"POLL""#) }, "\(root)")
+        #expect(poll.contains(#","active":1,"tpv":[{"class":"TPV","#))
+        #expect(poll.contains(#""gst":[],"sky":[{"class":"SKY","#))
+        let lat = try #require(poll.firstRange(of: #""lat":"#))
+        let position = Self.positionMembers(of: #"{"class":"TPV","# + poll[lat.lowerBound...])
+        #expect(try position.map { try Self.gpsdPositions().contains($0) } == true, "\(poll)")
+        #expect(!Self.lines(root).contains { $0.hasPrefix(#"{"class":"TPV""#) }, "json is off: no streamed TPV")
+
+        let stranger = try Self.run(["timeout", "10"] + Self.asNobody + ["/usr/bin/python3", "-c", script, String(port)])
+        let blind = try #require(Self.lines(stranger).first { $0.hasPrefix(#"{"class":"POLL""#) }, "\(stranger)")
+        #expect(blind.hasSuffix(#","active":1,"tpv":[],"gst":[],"sky":[]}"#), "\(blind)")
+    }
 }
