@@ -81,9 +81,11 @@ public final class Daemon: @unchecked Sendable {
         signal(SIGPIPE, SIG_IGN)
         try Self.makeDirectory(configuration.stateDirectory, mode: 0o700)
         let listener: ListeningSocket
+        var gpsdListeners: [TCPListener] = []
         // systemd: socket activation (LISTEN_FDS) gives the socket; otherwise bind it here.
-        if let inherited = try SocketActivation.inheritedListener(configuredPath: configuration.socketPath, log: log) {
-            listener = inherited
+        if let inherited = try SocketActivation.inheritedListeners(configuredPath: configuration.socketPath, log: log) {
+            listener = inherited.unix
+            gpsdListeners = inherited.gpsd
             socketActivated = true
         } else {
             let socketDirectory = String(configuration.socketPath[..<(configuration.socketPath.lastIndex(of: "/") ?? configuration.socketPath.startIndex)])
@@ -95,8 +97,9 @@ public final class Daemon: @unchecked Sendable {
             }
             socketActivated = false
         }
-        var gpsdListeners: [TCPListener] = []
-        for address in configuration.gpsdListen {
+        // The gpsd front: the TCP sockets systemd passed (locationd-gpsd.socket), else gpsd-listen's.
+        let bindGpsd = gpsdListeners.isEmpty
+        for address in configuration.gpsdListen where bindGpsd {
             do {
                 gpsdListeners.append(try TCPListener(address: address))
             } catch {
