@@ -125,6 +125,29 @@ struct GpsdFrontEndToEndTests {
         #expect(fields[2] == "2" || fields[2] == "3")
     }
 
+    @Test("gpspipe -w at reduced accuracy: TPVs with the reduced position and eph only, no SKY, no true position")
+    func gpspipeReducedJSON() throws {
+        let rule = "[client nobody]\nuser = nobody\naccess = always\naccuracy = reduced\n"
+        let port = try Self.freePort()
+        let daemon = try Self.daemon(port: port, policy: "access = deny\nreduced-interval = 1s", clients: rule)
+        defer { daemon.stop() }
+        let output = try Self.run(["timeout", "8"] + Self.asNobody + ["gpspipe", "-w", "-n", "6", "127.0.0.1:\(port)"])
+        let lines = Self.lines(output)
+        let positioned = lines.filter { $0.hasPrefix(#"{"class":"TPV""#) && $0.contains(#""lat":"#) }
+        #expect(!positioned.isEmpty, "\(output)")
+        #expect(!output.contains("SKY"), "satellites reached a reduced client")
+        let truePositions = try Self.gpsdPositions()
+        for tpv in positioned {
+            #expect(tpv.contains(#""mode":2,"#), "\(tpv)")
+            for member in ["altHAE", "altMSL", "speed", "track", "climb", "epx", "epy", "epv", "sep", "eps", "magvar"] {
+                #expect(!tpv.contains("\"\(member)\""), "\(member) in a reduced TPV: \(tpv)")
+            }
+            let eph = try #require(tpv.firstRange(of: #""eph":"#).map { Double(tpv[$0.upperBound...].prefix { $0 != "}" && $0 != "," }) ?? 0 })
+            #expect(eph >= 2000, "\(tpv)")
+            #expect(!truePositions.contains(Self.positionMembers(of: tpv) ?? ""), "a true position: \(tpv)")
+        }
+    }
+
     @Test("gpspipe -r at reduced accuracy: synthesized NMEA with the reduced position only — no satellites, no true position")
     func gpspipeReducedNMEA() throws {
         let rule = "[client nobody]\nuser = nobody\naccess = always\naccuracy = reduced\n"
@@ -212,5 +235,29 @@ struct GpsdFrontEndToEndTests {
         let stranger = try Self.run(["timeout", "10"] + Self.asNobody + ["/usr/bin/python3", "-c", script, String(port)])
         let blind = try #require(Self.lines(stranger).first { $0.hasPrefix(#"{"class":"POLL""#) }, "\(stranger)")
         #expect(blind.hasSuffix(#","active":1,"tpv":[],"gst":[],"sky":[]}"#), "\(blind)")
+    }
+
+    @Test("a blind gpsd watcher starts streaming when a reload grants its program access")
+    func reloadGrants() throws {
+        let port = try Self.freePort()
+        let daemon = try Self.daemon(port: port, policy: "access = deny")
+        defer { daemon.stop() }
+        var template = Array("/tmp/locationd-gpsdfront-XXXXXX".utf8CString)
+        let directory = try #require(mkdtemp(&template).map { String(cString: $0) })
+        chmod(directory, 0o755)
+        let gpspipe = try PolicyEndToEndTests.start(["timeout", "20"] + Self.asNobody + ["gpspipe", "-w", "-n", "60", "127.0.0.1:\(port)"],
+                                                    in: directory)
+        usleep(1_000_000)
+        let path = daemon.directory + "/locationd.conf"
+        let config = try #require(FileManager.default.contents(atPath: path).map { String(decoding: $0, as: UTF8.self) })
+        let granted = config + "\n[client nobody]\nuser = nobody\naccess = always\naccuracy = full\n"
+        FileManager.default.createFile(atPath: path, contents: Data(granted.utf8))
+        kill(daemon.pid, SIGHUP)
+        let output = PolicyEndToEndTests.finish(gpspipe).stdout
+        let tpvs = Self.lines(output).filter { $0.hasPrefix(#"{"class":"TPV""#) }
+        let first = try #require(tpvs.firstIndex { $0.contains(#""lat":"#) }, "never streamed after the reload: \(output)\n\(daemon.log)")
+        #expect(first > 0)
+        let expected = try Self.gpsdPositions()
+        for tpv in tpvs[first...] where tpv.contains(#""lat":"#) { #expect(expected.contains(Self.positionMembers(of: tpv) ?? "")) }
     }
 }

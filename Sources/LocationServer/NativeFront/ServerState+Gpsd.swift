@@ -65,6 +65,9 @@ extension ServerState {
         gpsdFront.blind.insert(id)
         gpsdTell(id, gpsdFront.noFixTPV(device: gpsdDefaultDevice()))
         gpsdAskIfUndetermined(id, request: request, at: now)
+        // Record what it was "told" (nothing reaches it): a later change — a reload, a grant — then comes
+        // back as an `authorization` delivery, which starts its stream.
+        if connections[id] != nil { _ = publisher.announce(id, publisher.authorization(of: id, at: now.wall), force: true) }
     }
 
     /// Not decided yet: decide as for `AUTHORIZE` (a one-time authorization at the accuracy its rule
