@@ -260,4 +260,49 @@ struct GpsdFrontEndToEndTests {
         let expected = try Self.gpsdPositions()
         for tpv in tpvs[first...] where tpv.contains(#""lat":"#) { #expect(expected.contains(Self.positionMembers(of: tpv) ?? "")) }
     }
+
+    /// Runs `cgps` on the gpsd front in a private tmux server for `seconds`; returns the screen.
+    static func cgpsScreen(port: UInt16, launcher: [String] = [], seconds: UInt32 = 3) throws -> String {
+        let server = "locationd-cgps-\(getpid())-\(port)"
+        let command = (launcher + ["cgps", "127.0.0.1:\(port)"]).joined(separator: " ")
+        _ = try run(["tmux", "-L", server, "new-session", "-d", "-x", "120", "-y", "30", command])
+        sleep(seconds)
+        let screen = try run(["tmux", "-L", server, "capture-pane", "-p"])
+        _ = try run(["tmux", "-L", server, "kill-server"])
+        return screen
+    }
+
+    /// The value of a cgps screen row (`Latitude:         27.21067167 S`), signed by its hemisphere.
+    static func cgpsDegrees(_ screen: String, _ label: String) -> Double? {
+        guard let row = screen.firstRange(of: label + ":") else { return nil }
+        let words = screen[row.upperBound...].split(separator: " ").prefix(2)
+        guard words.count == 2, let value = Double(words[words.startIndex]) else { return nil }
+        let hemisphere = words[words.index(after: words.startIndex)].prefix(1)
+        return hemisphere == "S" || hemisphere == "W" ? -value : value
+    }
+
+    @Test("cgps in tmux: the position gpsd decoded, and satellites used; without a grant no position and no satellite")
+    func cgps() throws {
+        let port = try Self.freePort()
+        let daemon = try Self.daemon(port: port, policy: "access = deny", clients: PolicyEndToEndTests.rootSeesAll)
+        defer { daemon.stop() }
+        let screen = try Self.cgpsScreen(port: port)
+        let latitude = try #require(Self.cgpsDegrees(screen, "Latitude"), "\(screen)")
+        let longitude = try #require(Self.cgpsDegrees(screen, "Longitude"), "\(screen)")
+        // cgps prints gpsd's 9 decimals rounded to 8.
+        let matches = try Self.gpsdPositions().contains { p in
+            let parts = p.split(separator: ",")
+            guard parts.count == 2, let a = Double(parts[0].dropFirst(6)), let b = Double(parts[1].dropFirst(6)) else { return false }
+            return abs(a - latitude) < 6e-9 && abs(b - longitude) < 6e-9
+        }
+        #expect(matches, "cgps shows \(latitude), \(longitude), not a position gpsd decoded:\n\(screen)")
+        #expect(screen.contains("3D FIX") || screen.contains("2D FIX"), "\(screen)")
+        #expect(!screen.contains("Used  0"), "no satellite used:\n\(screen)")
+
+        let blind = try Self.cgpsScreen(port: port, launcher: Self.asNobody)
+        #expect(blind.contains("Latitude:") && Self.cgpsDegrees(blind, "Latitude") == nil, "\(blind)")
+        #expect(blind.contains("NO FIX") && !blind.contains("2D FIX") && !blind.contains("3D FIX"), "\(blind)")
+        #expect(blind.contains("Seen  0/Used  0") && !blind.contains("2007-04-08"), "\(blind)")
+        #expect(!blind.contains("GP  "), "a satellite row reached cgps without a grant:\n\(blind)")
+    }
 }
