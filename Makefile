@@ -48,6 +48,7 @@ install: build
 		systemd/locationd.service > $(DESTDIR)$(UNITDIR)/locationd.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/locationd.service
 	$(INSTALL_DATA) systemd/locationd.socket $(DESTDIR)$(UNITDIR)/locationd.socket
+	$(INSTALL_DATA) systemd/locationd-gpsd.socket $(DESTDIR)$(UNITDIR)/locationd-gpsd.socket
 	$(INSTALL_DATA) systemd/sysusers.d/locationd.conf $(DESTDIR)$(SYSUSERSDIR)/locationd.conf
 	sed -e 's|/etc/locationd/|$(SYSCONFDIR)/locationd/|g' \
 		systemd/tmpfiles.d/locationd.conf > $(DESTDIR)$(TMPFILESDIR)/locationd.conf
@@ -77,6 +78,7 @@ install: build
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/locationd $(DESTDIR)$(BINDIR)/locationctl \
 		$(DESTDIR)$(UNITDIR)/locationd.service $(DESTDIR)$(UNITDIR)/locationd.socket \
+		$(DESTDIR)$(UNITDIR)/locationd-gpsd.socket \
 		$(DESTDIR)$(SYSUSERSDIR)/locationd.conf $(DESTDIR)$(TMPFILESDIR)/locationd.conf \
 		$(DESTDIR)$(UDEVRULESDIR)/60-locationd.rules \
 		$(DESTDIR)$(DATADIR)/locationd/demo.nmea $(DESTDIR)$(DATADIR)/locationd/COPYING-gpsd \

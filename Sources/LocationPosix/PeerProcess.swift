@@ -78,4 +78,55 @@ public enum PeerProcess {
         return funnel(.read) { locationd_receive_with_sender(fd, buffer.baseAddress, buffer.count, &pid) }
             .map { (count: Int($0), sender: pid >= 0 ? pid : nil) }
     }
+
+    /// sock_diag (NETLINK_SOCK_DIAG, as `ss -p` asks): the owner uid and inode of the TCP socket at the
+    /// other end of our connection — the one whose local end is `peer` and remote end `ours`; nil when
+    /// the kernel has no such socket (it is not on this host, or already closed).
+    public static func tcpSocketOwner(peer: TCPAddress, ours: TCPAddress) -> (uid: UInt32, inode: UInt64)? {
+        guard peer.family == ours.family else { return nil }
+        var uid: UInt32 = 0, inode: UInt64 = 0
+        let result = peer.bytes.withUnsafeBufferPointer { source in
+            ours.bytes.withUnsafeBufferPointer { destination in
+                funnel(.socket) {
+                    locationd_tcp_socket_owner(peer.family, source.baseAddress, peer.port, destination.baseAddress, ours.port, &uid, &inode)
+                }
+            }
+        }
+        guard case .success = result, inode != 0 else { return nil }
+        return (uid, inode)
+    }
+
+    /// The processes with `uid` among their user ids (/proc/PID/status `Uid:`: real, effective, saved,
+    /// filesystem) that hold the socket with inode `inode`, by increasing pid. Reading other users'
+    /// /proc/PID/fd needs CAP_SYS_PTRACE (the daemon's service has it; see locationd.service).
+    public static func processes(holdingSocket inode: UInt64, uid: UInt32) -> [Int32] {
+        guard case .success(let names) = FileDescriptorOps.directoryEntries(atPath: "/proc") else { return [] }
+        var holders: [Int32] = []
+        for name in names {
+            guard let pid = Int32(name), pid > 0, let status = status(of: pid), status.uids.contains(uid) else { continue }
+            if process(pid, holdsSocket: inode) { holders.append(pid) }
+        }
+        return holders.sorted()
+    }
+
+    /// What /proc/PID/status says of a process's credentials: its `Uid:` fields (real, effective, saved,
+    /// filesystem), its effective gid (`Gid:` field 2) and supplementary groups (`Groups:`); nil when
+    /// the file cannot be read (the process is gone).
+    public static func status(of pid: Int32) -> (uids: [UInt32], gid: UInt32, groups: [UInt32])? {
+        guard case .success(let bytes) = FileDescriptorOps.readFile(atPath: "/proc/\(pid)/status", maximumBytes: 1 << 16) else { return nil }
+        var uids: [UInt32] = [], gid: UInt32?, groups: [UInt32] = []
+        for line in bytes.split(separator: UInt8(ascii: "\n")) {
+            let fields = line.split(whereSeparator: { $0 == 9 || $0 == 32 }).map { String(decoding: $0, as: UTF8.self) }
+            guard let key = fields.first else { continue }
+            let numbers = fields.dropFirst().compactMap { UInt32($0) }
+            switch key {
+            case "Uid:": uids = numbers
+            case "Gid:": gid = numbers.count > 1 ? numbers[1] : numbers.first
+            case "Groups:": groups = numbers
+            default: continue
+            }
+        }
+        guard !uids.isEmpty, let gid else { return nil }
+        return (uids, gid, groups)
+    }
 }

@@ -8,6 +8,8 @@ import Synchronization
 public enum Syscall: String, Hashable, Sendable, CaseIterable {
     case open, read, write, fsync, rename, unlink, mkdir, lseek, readlink, stat, poll, pipe, fcntl
     case socket, bind, listen, chmod, connect, accept, send, setsockopt, shutdown
+    /// getsockname(2)/getpeername(2): the two ends of a connected socket.
+    case socketAddress
     /// tcgetattr(3)/tcsetattr(3)/tcflush(3) and the tty's flock(2) (a serial device's configuration).
     case termios
 }

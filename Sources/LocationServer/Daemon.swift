@@ -81,9 +81,11 @@ public final class Daemon: @unchecked Sendable {
         signal(SIGPIPE, SIG_IGN)
         try Self.makeDirectory(configuration.stateDirectory, mode: 0o700)
         let listener: ListeningSocket
+        var gpsdListeners: [TCPListener] = []
         // systemd: socket activation (LISTEN_FDS) gives the socket; otherwise bind it here.
-        if let inherited = try SocketActivation.inheritedListener(configuredPath: configuration.socketPath, log: log) {
-            listener = inherited
+        if let inherited = try SocketActivation.inheritedListeners(configuredPath: configuration.socketPath, log: log) {
+            listener = inherited.unix
+            gpsdListeners = inherited.gpsd
             socketActivated = true
         } else {
             let socketDirectory = String(configuration.socketPath[..<(configuration.socketPath.lastIndex(of: "/") ?? configuration.socketPath.startIndex)])
@@ -95,6 +97,16 @@ public final class Daemon: @unchecked Sendable {
             }
             socketActivated = false
         }
+        // The gpsd front: the TCP sockets systemd passed (locationd-gpsd.socket), else gpsd-listen's.
+        let bindGpsd = gpsdListeners.isEmpty
+        for address in configuration.gpsdListen where bindGpsd {
+            do {
+                gpsdListeners.append(try TCPListener(address: address))
+            } catch {
+                gpsdListeners.forEach { $0.close() }
+                throw DaemonError.socket(path: address.description, errno: error)
+            }
+        }
         receivers = ReceiverSet(configuration.receivers.map(makeReceiver))
         var limits = ServerLimits()
         limits.maxClients = configuration.maxClients
@@ -103,7 +115,8 @@ public final class Daemon: @unchecked Sendable {
         limits.clientTimeout = .seconds(configuration.clientTimeout)
         let store = PolicyStore(stateDirectory: configuration.stateDirectory, log: log)
         server = NativeFront(listener: listener, limits: limits, rules: configuration.rules, adminGroup: configuration.adminGroup,
-                             store: store, receivers: ReceiverSetReports(set: receivers), log: log, release: locationdRelease)
+                             store: store, receivers: ReceiverSetReports(set: receivers), log: log, release: locationdRelease,
+                             gpsdListeners: gpsdListeners)
     }
 
     /// Descriptors the daemon needs besides its clients' (receivers, the store, the log, identity reads).
@@ -258,6 +271,7 @@ extension Daemon {
             new.maxClientsPerUser = old.maxClientsPerUser
         }
         if new.clientTimeout != old.clientTimeout { needRestart.append("client-timeout"); new.clientTimeout = old.clientTimeout }
+        if new.gpsdListen != old.gpsdListen { needRestart.append("gpsd-listen"); new.gpsdListen = old.gpsdListen }
         if !needRestart.isEmpty {
             log.warning("changed settings apply at the next restart", ["config.keys": needRestart.joined(separator: ",")])
         }

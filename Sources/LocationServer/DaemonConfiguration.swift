@@ -1,4 +1,5 @@
 import LocationPolicy
+import LocationPosix
 import LocationSources
 
 /// Log levels, as syslog priorities (journald reads `<N>` prefixes on stderr).
@@ -46,6 +47,8 @@ public struct DaemonConfiguration: Sendable {
     public var maxClientsPerUser = 64
     /// Seconds a client may leave queued messages unread before it is disconnected.
     public var clientTimeout = 30.0
+    /// TCP addresses of the gpsd front (gpsd's protocol, docs/GPSD.md); empty: no gpsd front.
+    public var gpsdListen: [TCPAddress] = []
     public var receivers: [ReceiverConfiguration] = []
     public var policy = PolicyDefaults()
     public var clients: [ClientRule] = []
@@ -56,7 +59,7 @@ public struct DaemonConfiguration: Sendable {
     public init() {}
 
     static let daemonKeys: Set<String> = ["socket", "state-directory", "admin-group", "log-level", "max-clients", "max-clients-per-user",
-                                             "client-timeout"]
+                                             "client-timeout", "gpsd-listen"]
     static let policyKeys: Set<String> = ["access", "accuracy", "once-lifetime", "ask-timeout", "reduced-grid", "reduced-interval"]
     static let clientKeys: Set<String> = ["executable", "user", "group", "unit", "access", "accuracy"]
 
@@ -109,6 +112,15 @@ public struct DaemonConfiguration: Sendable {
                     case "client-timeout":
                         guard let s = ReceiverConfiguration.seconds(e.value), s > 0 else { throw fail(e, "'\(e.value)' is not a duration (e.g. 30s)") }
                         clientTimeout = s
+                    case "gpsd-listen":
+                        var addresses: [TCPAddress] = []
+                        for word in e.value.split(whereSeparator: { $0 == " " || $0 == "\t" }) {
+                            guard let address = TCPAddress(parsing: String(word)) else {
+                                throw fail(e, "'\(word)' is not an address and port (127.0.0.1:2947, [::1]:2947)")
+                            }
+                            addresses.append(address)
+                        }
+                        gpsdListen = addresses
                     default: break
                     }
                 }

@@ -28,23 +28,40 @@ public enum SocketActivationError: Error, Sendable, CustomStringConvertible {
 /// Socket activation (sd_listen_fds(3)): the listening socket systemd, or `systemd-socket-activate`,
 /// opened for the daemon and passed as descriptor 3 onwards with `LISTEN_FDS` and `LISTEN_PID`.
 public enum SocketActivation {
-    /// Takes the listening Unix socket passed by systemd, when the daemon was started that way.
+    /// The sockets systemd passed: the Unix socket, and the gpsd front's TCP listeners.
+    public struct Inherited: Sendable {
+        public var unix: ListeningSocket
+        /// Listening TCP sockets named `gpsd` (`FileDescriptorName=gpsd`, systemd/locationd-gpsd.socket).
+        public var gpsd: [TCPListener]
+    }
+
+    /// Takes the listening sockets passed by systemd, when the daemon was started that way.
     ///
-    /// The first passed descriptor that is a listening `AF_UNIX` `SOCK_STREAM` socket is used
-    /// (`sd_is_socket_unix`); any other is closed, with a warning. `LISTEN_*` are removed from the
-    /// environment, and the descriptors are close-on-exec, so no child inherits them.
+    /// The first passed descriptor that is a listening `AF_UNIX` `SOCK_STREAM` socket is the client socket
+    /// (`sd_is_socket_unix`); listening TCP sockets named `gpsd` (sd_listen_fds_with_names(3),
+    /// `sd_is_socket_inet`) are the gpsd front's; any other is closed, with a warning. `LISTEN_*` are removed
+    /// from the environment, and the descriptors are close-on-exec, so no child inherits them.
     /// - Parameters:
     ///   - configuredPath: the config's `socket`, to warn when the passed socket is bound elsewhere.
     ///   - log: where warnings go.
-    /// - Returns: the socket, its path from getsockname(2) (nil for an abstract or unnamed socket), or nil
-    ///   when no descriptor was passed (`LISTEN_FDS` unset, or meant for another process).
-    /// - Throws: `SocketActivationError` when descriptors were passed but none can be used.
-    public static func inheritedListener(configuredPath: String, log: Log) throws(SocketActivationError) -> ListeningSocket? {
-        let count = sd_listen_fds(1)
+    /// - Returns: the sockets, or nil when no descriptor was passed (`LISTEN_FDS` unset, or meant for
+    ///   another process). The Unix socket's path is from getsockname(2) (nil for an abstract or unnamed one).
+    /// - Throws: `SocketActivationError` when descriptors were passed but no Unix socket among them.
+    public static func inheritedListeners(configuredPath: String, log: Log) throws(SocketActivationError) -> Inherited? {
+        var names: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = nil
+        let count = sd_listen_fds_with_names(1, &names)
         if count < 0 { throw .listenFDs(errno: Errno(rawValue: -count)) }
+        defer {
+            if let names {
+                for i in 0..<Int(max(count, 0)) { free(names[i]) }
+                free(names)
+            }
+        }
         guard count > 0 else { return nil }
         var chosen: ListeningSocket? = nil
-        for fd in SD_LISTEN_FDS_START..<(SD_LISTEN_FDS_START + count) {
+        var gpsd: [TCPListener] = []
+        for (i, fd) in (SD_LISTEN_FDS_START..<(SD_LISTEN_FDS_START + count)).enumerated() {
+            let name = names?[i].map { String(cString: $0) }
             if chosen == nil, sd_is_socket_unix(fd, Int32(SOCK_STREAM.rawValue), 1, nil, 0) > 0 {
                 let path = boundPath(fd)
                 if path != configuredPath {
@@ -52,14 +69,19 @@ public enum SocketActivation {
                                 ["socket": path ?? "(abstract or unnamed)", "config.socket": configuredPath])
                 }
                 chosen = ListeningSocket(inherited: fd, path: path)
+            } else if name == "gpsd", sd_is_socket_inet(fd, 0, Int32(SOCK_STREAM.rawValue), 1, 0) > 0 {
+                gpsd.append(TCPListener(inherited: fd))
             } else {
-                log.warning("closing a descriptor systemd passed: not a listening AF_UNIX SOCK_STREAM socket, or not the first",
-                            ["fd": String(fd)])
+                log.warning("closing a descriptor systemd passed: not a listening AF_UNIX SOCK_STREAM socket (the first), nor a TCP one named gpsd",
+                            ["fd": String(fd), "name": name ?? "-"])
                 FileDescriptorOps.close(fd)
             }
         }
-        guard let chosen else { throw .noUnixStreamSocket(count: Int(count)) }
-        return chosen
+        guard let chosen else {
+            gpsd.forEach { $0.close() }
+            throw .noUnixStreamSocket(count: Int(count))
+        }
+        return Inherited(unix: chosen, gpsd: gpsd)
     }
 
     /// The filesystem path a Unix socket is bound to (getsockname(2)); nil for an abstract or unnamed one.

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import FoundationEssentials
 import LocationPolicy
+import LocationPosix
 import LocationServer
 import LocationSources
 import Testing
@@ -42,6 +43,17 @@ struct ConfigurationTests {
         #expect(c.policy.access == .ask && c.policy.accuracy == .reduced)
         #expect(c.policy.onceLifetime == 3600 && c.policy.askTimeout == 30)
         #expect(c.policy.reducedGrid == 2000 && c.policy.reducedInterval == 900)
+        #expect(c.gpsdListen.isEmpty)
+    }
+
+    @Test("gpsd-listen: addresses separated by spaces, IPv6 in brackets; empty is off")
+    func gpsdListen() throws {
+        let c = try Self.load("[daemon]\ngpsd-listen = 127.0.0.1:2947   [::1]:2948\n")
+        #expect(c.gpsdListen.map(\.description) == ["127.0.0.1:2947", "[::1]:2948"])
+        #expect(c.gpsdListen.map(\.port) == [2947, 2948])
+        #expect(c.gpsdListen[0].bytes == [127, 0, 0, 1] && c.gpsdListen[1].bytes == [UInt8](repeating: 0, count: 15) + [1])
+        #expect(c.gpsdListen.allSatisfy { $0.isLoopback })
+        #expect(try Self.load("[daemon]\ngpsd-listen =\n").gpsdListen.isEmpty)
     }
 
     @Test("every documented key is parsed")
@@ -118,6 +130,9 @@ struct ConfigurationTests {
         ("[policy]\nreduced-interval = soon\n", 2, "reduced-interval", "is not"),
         ("[client a]\nexecutable = bin/relative\naccess = always\n", 2, "executable", "absolute"),
         ("[client a]\nuser = alice\n", 2, "access", "missing"),
+        ("[daemon]\nsocket = /a\ngpsd-listen = 127.0.0.1:2947 localhost:2947\n", 3, "gpsd-listen", "'localhost:2947' is not"),
+        ("[daemon]\ngpsd-listen = [::1]:99999\n", 2, "gpsd-listen", "is not an address"),
+        ("[daemon]\ngpsd-listen = ::1:2947\n", 2, "gpsd-listen", "is not an address"),
     ])
     func errors(text: String, line: Int, key: String, mentions: String) {
         do {

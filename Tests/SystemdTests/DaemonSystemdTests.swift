@@ -43,6 +43,29 @@ extension SystemdIntegration {
             #expect(FileManager.default.fileExists(atPath: socketPath), "the daemon removed the socket systemd owns")
         }
 
+        @Test("socket activation with a TCP socket named gpsd (locationd-gpsd.socket): gpspipe's connection starts the daemon, which speaks gpsd's protocol on it")
+        func socketActivationGpsd() async throws {
+            let activate = try requireTool("systemd-socket-activate", package: "systemd")
+            let gpspipe = try requireTool("gpspipe", package: "gpsd-clients")
+            let probe = try TCPListener(address: try #require(TCPAddress(parsing: "127.0.0.1:0")))
+            let port = try #require(probe.address?.port)
+            probe.close()
+            let dir = try TemporaryDirectory()
+            let socketPath = dir.path + "/locationd.sock"
+            dir.write("locationd.conf", daemonConfig(directory: dir.path))
+            let child = try ChildProcess([activate, "-l", socketPath, "-l", "127.0.0.1:\(port)", "--fdname=locationd:gpsd",
+                                          Repository.locationd, "--config", dir.path + "/locationd.conf"],
+                                         directory: dir.path, name: "activate")
+            #expect(await eventually(timeout: 5) { FileManager.default.fileExists(atPath: socketPath) }, "systemd-socket-activate made no socket")
+            let result = try await runCommand([gpspipe, "-w", "-n", "5", "127.0.0.1:\(port)"], timeout: 20)
+            #expect(result.output.hasPrefix(#"{"class":"VERSION","release":"3.22","rev":"3.22","proto_major":3"#), "\(result.output)\n\(child.errors)")
+            #expect(result.output.contains(#"{"class":"WATCH","enable":true,"json":true"#), "\(result.output)")
+            #expect(child.errors.contains("socket.activated=yes"), "\(child.errors)")
+            #expect(!child.errors.contains("closing a descriptor systemd passed"), "\(child.errors)")
+            child.kill(SIGTERM)
+            _ = await child.wait(timeout: 2)
+        }
+
         @Test("socket activation with a descriptor that is not a listening Unix stream socket is refused")
         func socketActivationWrongSocket() async throws {
             let activate = try requireTool("systemd-socket-activate", package: "systemd")

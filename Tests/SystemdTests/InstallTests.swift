@@ -29,6 +29,7 @@ extension SystemdIntegration {
             let expected: [(String, mode_t)] = [
                 ("usr/bin/locationd", 0o755), ("usr/bin/locationctl", 0o755),
                 ("usr/lib/systemd/system/locationd.service", 0o644), ("usr/lib/systemd/system/locationd.socket", 0o644),
+                ("usr/lib/systemd/system/locationd-gpsd.socket", 0o644),
                 ("usr/lib/sysusers.d/locationd.conf", 0o644), ("usr/lib/tmpfiles.d/locationd.conf", 0o644),
                 ("usr/lib/udev/rules.d/60-locationd.rules", 0o644),
                 ("etc/locationd/locationd.conf", 0o644), ("etc/locationd/conf.d", 0o755),

@@ -10,6 +10,7 @@ extension SystemdIntegration {
     struct UnitFileTests {
         static let service = Repository.root + "/systemd/locationd.service"
         static let socket = Repository.root + "/systemd/locationd.socket"
+        static let gpsdSocket = Repository.root + "/systemd/locationd-gpsd.socket"
 
         /// `KEY=value` lines of a unit, in order (comments and section headers skipped).
         static func settings(_ path: String) -> [(key: String, value: String)] {
@@ -20,7 +21,7 @@ extension SystemdIntegration {
             }
         }
 
-        @Test("systemd-analyze verify passes on locationd.service and locationd.socket")
+        @Test("systemd-analyze verify passes on locationd.service, locationd.socket and locationd-gpsd.socket")
         func verify() async throws {
             let analyze = try requireTool("systemd-analyze", package: "systemd")
             // verify checks that ExecStart= exists and that Documentation= man pages are found: point the
@@ -30,11 +31,13 @@ extension SystemdIntegration {
             #expect(unit.contains("\nExecStart=/usr/bin/locationd --config /etc/locationd/locationd.conf\n"))
             scratch.write("units/locationd.service", unit.replacing("/usr/bin/locationd", with: Repository.locationd))
             scratch.write("units/locationd.socket", FileManager.default.contents(atPath: Self.socket).map { String(decoding: $0, as: UTF8.self) } ?? "")
+            scratch.write("units/locationd-gpsd.socket", FileManager.default.contents(atPath: Self.gpsdSocket).map { String(decoding: $0, as: UTF8.self) } ?? "")
             for (page, section) in [("locationd.8", "8"), ("locationd.conf.5", "5"), ("locationctl.1", "1")] {
                 let text = FileManager.default.contents(atPath: Repository.root + "/man/" + page).map { String(decoding: $0, as: UTF8.self) } ?? ""
                 scratch.write("man/man\(section)/\(page)", text)
             }
-            let result = try await runCommand([analyze, "verify", scratch.path + "/units/locationd.service", scratch.path + "/units/locationd.socket"],
+            let result = try await runCommand([analyze, "verify", scratch.path + "/units/locationd.service", scratch.path + "/units/locationd.socket",
+                                               scratch.path + "/units/locationd-gpsd.socket"],
                                               environment: ["MANPATH": scratch.path + "/man", "SYSTEMD_LOG_COLOR": "0"])
             #expect(result.succeeded, "systemd-analyze verify: \(result.errors)\(result.output)")
             #expect(result.errors.isEmpty, "systemd-analyze verify complained: \(result.errors)")
@@ -89,6 +92,17 @@ extension SystemdIntegration {
             #expect(settings.contains { $0 == ("SocketMode", "0666") })
             let config = FileManager.default.contents(atPath: Repository.root + "/Config/locationd.conf").map { String(decoding: $0, as: UTF8.self) } ?? ""
             #expect(config.contains("\nsocket = /run/locationd/locationd.sock\n"), "the shipped config and the socket unit disagree")
+        }
+
+        @Test("the gpsd socket unit listens on gpsd's port on loopback, names its sockets gpsd for locationd.service, and conflicts with gpsd.socket")
+        func gpsdSocketSettings() async throws {
+            let settings = Self.settings(Self.gpsdSocket)
+            let listen = settings.filter { $0.key == "ListenStream" }.map(\.value)
+            #expect(listen == ["127.0.0.1:2947", "[::1]:2947"])
+            #expect(settings.contains { $0 == ("FileDescriptorName", "gpsd") })
+            #expect(settings.contains { $0 == ("Service", "locationd.service") })
+            #expect(settings.contains { $0 == ("Conflicts", "gpsd.socket") })
+            #expect(settings.contains { $0 == ("BindIPv6Only", "ipv6-only") })
         }
 
         @Test("sysusers.d and tmpfiles.d make the user, the admin group and the directories in a scratch root")

@@ -3,7 +3,7 @@ import LocationPolicy
 import LocationPosix
 import LocationWire
 
-/// One client connection on the native front: its socket and the sources watching it, the framing of
+/// One client connection on the native front (or the gpsd front, `gpsd`): its socket and the sources watching it, the framing of
 /// what it sends, its output, and its accounting against floods and stuck readers. The policy's view of
 /// the same client is its `Subscriber` in the `Publisher`, under the same id.
 struct Connection {
@@ -17,10 +17,13 @@ struct Connection {
     var lastReadProgress: ContinuousClock.Instant
     var readSource: (any DispatchSourceRead)?
     var writeSource: (any DispatchSourceWrite)?
+    /// The dialect: nil for the locationd protocol, the gpsd conversation for a client of the gpsd front.
+    var gpsd: GpsdSession?
 
-    init(fd: Int32, identity: ClientIdentity, now: ContinuousClock.Instant) {
+    init(fd: Int32, identity: ClientIdentity, gpsd: Bool = false, now: ContinuousClock.Instant) {
         self.fd = fd
         self.identity = identity
+        self.gpsd = gpsd ? GpsdSession() : nil
         self.meter = RequestMeter(windowStart: now)
         self.lastReadProgress = now
     }

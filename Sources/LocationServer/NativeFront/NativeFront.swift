@@ -50,6 +50,8 @@ public protocol ReceiverStatusProvider: Sendable {
 public final class NativeFront: Sendable {
     /// The listening socket.
     public let listener: ListeningSocket
+    /// The gpsd front's TCP listeners (`gpsd-listen`); empty: no gpsd front.
+    public let gpsdListeners: [TCPListener]
     private let state: Mutex<ServerState>
     /// Socket events and timers.
     private let queue = DispatchQueue(label: "locationd.server", qos: .userInteractive)
@@ -65,17 +67,21 @@ public final class NativeFront: Sendable {
     ///   - store: the grant store, audit file and fudger secret.
     ///   - receivers: the receivers' status snapshot.
     ///   - release: the daemon's version, for VERSION.
+    ///   - gpsdListeners: TCP listeners for the gpsd front (gpsd's protocol, docs/GPSD.md).
     public init(listener: ListeningSocket, limits: ServerLimits, rules: PolicyRules, adminGroup: String, store: PolicyStore,
-                receivers: any ReceiverStatusProvider, log: Log, release: String) {
+                receivers: any ReceiverStatusProvider, log: Log, release: String, gpsdListeners: [TCPListener] = []) {
         self.listener = listener
         // Every request is checked against the process that connected (`ServerState.readable`).
         _ = PeerProcess.passCredentials(listener.fileDescriptor)
+        self.gpsdListeners = gpsdListeners
         self.store = store
         self.log = log
         let policy = PolicyState(rules: rules, grants: store.initialGrants, adminGroup: adminGroup)
         let publisher = Publisher(policy: policy, fudger: store.fudger(gridMeters: rules.defaults.reducedGrid))
         let context = ServerContext(limits: limits, log: log, store: store, receivers: receivers, release: release)
-        state = Mutex(ServerState(context: context, publisher: publisher))
+        var initial = ServerState(context: context, publisher: publisher)
+        initial.gpsdFront.enabled = !gpsdListeners.isEmpty
+        state = Mutex(initial)
     }
 
     /// Starts accepting clients.
@@ -85,6 +91,14 @@ public final class NativeFront: Sendable {
             source.setEventHandler { [weak self] in self?.acceptAll() }
             s.accepting.source = source
             source.resume()
+            for (index, gpsd) in gpsdListeners.enumerated() {
+                let source = DispatchSource.makeReadSource(fileDescriptor: gpsd.fileDescriptor, queue: queue)
+                source.setEventHandler { [weak self] in self?.acceptAllGpsd(index) }
+                var throttle = AcceptThrottle()
+                throttle.source = source
+                s.gpsdFront.accepting.append(throttle)
+                source.resume()
+            }
         }
     }
 
@@ -184,6 +198,39 @@ public final class NativeFront: Sendable {
                 return
             }
         }
+    }
+
+    /// Accepts the waiting clients of the gpsd front's listener `index`; each is identified from the kernel
+    /// (TCP: `ClientIdentity.ofTCPPeer`) before it is served.
+    private func acceptAllGpsd(_ index: Int) {
+        while true {
+            switch gpsdListeners[index].accept() {
+            case .success(let fd):
+                withState { $0.acceptSucceeded() }
+                identityQueue.async { [weak self] in self?.identifyGpsd(fd) }
+            case .failure(.wouldBlock):
+                return
+            case .failure(let e):
+                let now = Moment.now()
+                withState { $0.acceptFailed(e, at: now.monotonic, gpsdListener: index) }
+                return
+            }
+        }
+    }
+
+    /// A gpsd client's identity from the kernel; one that cannot be identified (not on loopback, no
+    /// process found, ambiguous) is closed without a byte.
+    private func identifyGpsd(_ fd: Int32) {
+        let identity: ClientIdentity
+        do {
+            identity = try ClientIdentity.ofTCPPeer(socket: fd)
+        } catch {
+            log.warning("gpsd client refused: not identified", ["reason": error.description])
+            FileDescriptorOps.close(fd)
+            return
+        }
+        let now = Moment.now()
+        withState { _ = $0.admit(fd, identity: identity, gpsd: true, at: now) }
     }
 
     /// Reads a new client's identity from the kernel (off the fan-out queue), then admits it.

@@ -99,7 +99,7 @@ extension ServerState {
     }
 
     /// AUTHORIZE and FULLACCURACY: decide; grant, refuse, or ask the agents.
-    private mutating func authorize(_ id: Int, _ request: PolicyRequest, request name: String, at now: Moment) {
+    mutating func authorize(_ id: Int, _ request: PolicyRequest, request name: String, at now: Moment) {
         guard let subscriber = publisher.subscribers[id] else { return }
         let policy = publisher.policy
         let decision = Policy.decide(request, identity: subscriber.identity, session: subscriber.session, rules: policy.rules,

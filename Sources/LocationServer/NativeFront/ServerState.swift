@@ -65,6 +65,8 @@ struct ServerState {
     private var readBuffer = [UInt8](repeating: 0, count: 65536)
     /// The fan-out's deliveries, kept to reuse their storage.
     private var deliveries: [Delivery] = []
+    /// The gpsd front's error models, encoded reports and unauthorized watchers.
+    var gpsdFront = GpsdFrontState()
 
     init(context: ServerContext, publisher: Publisher) {
         self.context = context
@@ -77,12 +79,15 @@ struct ServerState {
 
     /// A client identified by the kernel: admitted (greeted with VERSION), or refused when the server is
     /// full or stopping. Returns its id, or nil when refused (the socket is closed).
-    mutating func admit(_ fd: Int32, identity: ClientIdentity, at now: Moment) -> Int? {
+    /// - Parameter gpsd: a client of the gpsd front (greeted with gpsd's VERSION; speaks gpsd's protocol).
+    mutating func admit(_ fd: Int32, identity: ClientIdentity, gpsd: Bool = false, at now: Moment) -> Int? {
         let id = nextID
         nextID += 1
-        var connection = Connection(fd: fd, identity: identity, now: now.monotonic)
+        var connection = Connection(fd: fd, identity: identity, gpsd: gpsd, now: now.monotonic)
         if let why = refusal(of: identity) {
-            _ = try? connection.output.send(ServerMessage.error(request: "?", message: why), isLocation: false, on: fd)
+            var refusal: [UInt8] = []
+            if gpsd { GpsdResponses.appendError(why, to: &refusal) } else { refusal = ServerMessage.error(request: "?", message: why) }
+            _ = try? connection.output.send(refusal, isLocation: false, on: fd)
             connection.closeSocket()
             context.log.warning("client refused", connection.context(id, reason: why))
             return nil
@@ -93,7 +98,13 @@ struct ServerState {
         context.log.info("client connected", connection.context(id))
         effects.append(.watchReadable(id))
         armSweep()
-        send(id, ServerMessage.version(release: context.release))
+        if gpsd {
+            var version: [UInt8] = []
+            GpsdResponses.appendVersion(to: &version)
+            send(id, version, gpsd: true)
+        } else {
+            send(id, ServerMessage.version(release: context.release))
+        }
         return id
     }
 
@@ -114,8 +125,9 @@ struct ServerState {
     }
 
     /// accept(2) failed: accepting pauses for a back-off, and the failure is logged at a bounded rate.
-    mutating func acceptFailed(_ error: Errno, at now: ContinuousClock.Instant) {
-        let (resumeAfter, failures) = accepting.failed(at: now)
+    /// - Parameter gpsdListener: the index of the gpsd front's listener that failed; nil for the Unix socket.
+    mutating func acceptFailed(_ error: Errno, at now: ContinuousClock.Instant, gpsdListener: Int? = nil) {
+        let (resumeAfter, failures) = gpsdListener.map { gpsdFront.accepting[$0].failed(at: now) } ?? accepting.failed(at: now)
         if let failures {
             context.log.warning("accept failed; backing off", ["errno": error.description, "failures": String(failures),
                                                                 "clients": String(connections.count)])
@@ -134,6 +146,7 @@ struct ServerState {
         let uid = connection.identity.uid
         connectionsPerUser[uid] = connectionsPerUser[uid].flatMap { $0 > 1 ? $0 - 1 : nil }
         publisher.disconnect(id)
+        gpsdFront.blind.remove(id)
         for ask in broker.remove(id) { closeQuestion(ask.id, "withdrawn", by: "client disconnected") }
         connection.closeSocket()
         let coalesced = connection.output.coalesced
@@ -162,6 +175,7 @@ struct ServerState {
     mutating func stop(reason: String) {
         stopped = true
         accepting.cancel()
+        for i in gpsdFront.accepting.indices { gpsdFront.accepting[i].cancel() }
         let goodbye = ServerMessage.error(request: "?", message: reason)
         for id in connections.keys.sorted() {
             send(id, goodbye)
@@ -190,6 +204,10 @@ struct ServerState {
         case .success((let n, _)):
             connections[id]?.meter.tick(now.monotonic)
             connections[id]?.meter.bytes += n
+            if connections[id]?.gpsd != nil {
+                gpsdRead(Array(readBuffer[0..<n]), from: id, at: now)
+                return
+            }
             var events: [LineFramer.Event] = []
             connections[id]?.framer.feed(readBuffer[0..<n]) { events.append($0) }
             for event in events {
@@ -212,9 +230,12 @@ struct ServerState {
 
     /// Sends `bytes` to client `id`; a location report replaces one still unsent. A client whose socket
     /// failed, or that lets more than `maxQueuedBytes` pile up, is closed.
-    /// - Parameter tag: marks a message that may be withdrawn while still wholly unsent (`OutputQueue`).
-    mutating func send(_ id: Int, _ bytes: [UInt8], isLocation: Bool = false, tag: Int? = nil) {
+    /// - Parameters:
+    ///   - tag: marks a message that may be withdrawn while still wholly unsent (`OutputQueue`).
+    ///   - gpsd: the bytes are gpsd's protocol; anything else is never sent to a gpsd client.
+    mutating func send(_ id: Int, _ bytes: [UInt8], isLocation: Bool = false, tag: Int? = nil, gpsd: Bool = false) {
         guard let index = connections.index(forKey: id) else { return }
+        guard (connections.values[index].gpsd != nil) == gpsd else { return }
         let fd = connections.values[index].fd
         do {
             let queued = try connections.values[index].output.send(bytes, isLocation: isLocation, tag: tag, on: fd)
@@ -246,17 +267,23 @@ struct ServerState {
     /// A fix from the receivers, to every client the policy lets see it.
     mutating func publish(_ fix: Fix, at now: Moment) {
         guard !stopped else { return }
+        if gpsdFront.enabled { gpsdFront.observe(fix) }
         var out = deliveries
         publisher.publish(fix, at: now, into: &out)
         deliver(out, at: now.wall)
         out.removeAll(keepingCapacity: true)
         deliveries = out
+        if !gpsdFront.blind.isEmpty { gpsdTellBlindWatchers() }
     }
 
     /// Turns the Publisher's decisions into messages.
     mutating func deliver(_ deliveries: [Delivery], at wall: Double) {
         var noFixReason: String?
         for delivery in deliveries {
+            if case .audit = delivery {} else if connections[delivery.client ?? 0]?.gpsd != nil {
+                gpsdDeliver(delivery, at: wall)
+                continue
+            }
             switch delivery {
             case let .report(id, accuracy):
                 send(id, publisher.reportBytes(accuracy), isLocation: true)
@@ -303,6 +330,7 @@ struct ServerState {
             sweepStuckClients(now: now.monotonic)
         case .resumeAccepting:
             accepting.resume()
+            for i in gpsdFront.accepting.indices { gpsdFront.accepting[i].resume() }
         case let .grantsSaved(admin, request, error, extra):
             guard let admin else { return }
             if let error {

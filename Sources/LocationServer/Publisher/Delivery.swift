@@ -30,3 +30,13 @@ struct AuditEvent: Sendable {
     var accuracy: String?
     var reason: String
 }
+
+extension Delivery {
+    /// The client a delivery is for; nil for an audit record.
+    var client: Int? {
+        switch self {
+        case .report(let id, _), .pollReply(let id, _), .fixState(let id, _), .authorization(let id, _), .watchEnded(let id, _): return id
+        case .audit: return nil
+        }
+    }
+}

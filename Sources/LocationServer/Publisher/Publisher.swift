@@ -208,6 +208,16 @@ struct Publisher {
         accuracy == .full ? report.full : report.reduced
     }
 
+    /// The fix the last `publish` (or `startWatching`) reported at `accuracy`: the latest fix at full accuracy,
+    /// the fudger's reduced fix at reduced; nil when it has not been reduced (no reduced client was due).
+    /// For fronts that write their own shapes of it (the gpsd front's TPV, SKY and NMEA).
+    func reportFix(_ accuracy: AccuracyAuthorization) -> Fix? {
+        accuracy == .full ? latest : report.reducedFix
+    }
+
+    /// Counts the fixes with a position published: a front's own encoding of `reportFix` holds while it is the same.
+    var reportSerial: UInt64 { report.serial }
+
     /// A fix from the receivers (a no-fix tells streaming clients the fix was lost): what each client gets.
     ///
     /// The per-client loop of the daemon (1000 clients × 10 Hz): the report is encoded once per accuracy,
@@ -328,6 +338,7 @@ struct Publisher {
             if let reduced = fudger.reduce(latest, at: wall) {
                 encoder.appendTPV(reduced, accuracy: "reduced", to: &report.reduced)
                 report.reducedPosition = Position(reduced)
+                report.reducedFix = reduced
             }
         }
         return !report.reduced.isEmpty
@@ -345,6 +356,8 @@ private struct ReportCache: Sendable {
     var reducedDone = false
     var fullPosition: Position?
     var reducedPosition: Position?
+    /// The reduced fix itself, for fronts that write other shapes of it than `reduced`'s TPV.
+    var reducedFix: Fix?
 
     /// A new fix: nothing of it is encoded yet (the buffers keep their capacity).
     mutating func next() {
@@ -354,6 +367,7 @@ private struct ReportCache: Sendable {
         reducedDone = false
         fullPosition = nil
         reducedPosition = nil
+        reducedFix = nil
     }
 }
 

@@ -1,0 +1,87 @@
+import LocationCore
+import LocationPolicy
+import LocationWire
+import NMEA
+
+/// One gpsd client's side of the gpsd front: its conversation (watch settings) and the last reports it
+/// was sent, which its `?POLL;` answers repeat (the latest fix this client may see, paced as its stream).
+struct GpsdSession: Sendable {
+    var conversation = GpsdConversation()
+    /// The last TPV line this client got (or would have got with `json` off); empty before any.
+    var lastTPV: [UInt8] = []
+    /// The last SKY line (full accuracy only); empty otherwise.
+    var lastSKY: [UInt8] = []
+
+    /// NMEA sentences wanted (`nmea`, or `raw`: gpsd's raw mode gets synthesized sentences too — never the
+    /// receiver's own bytes, which would pass its position around the policy).
+    var wantsNMEA: Bool { conversation.policy.nmea || conversation.policy.raw > 0 }
+}
+
+/// The gpsd front's share of the server state: gpsd's error model per receiver, each fix's gpsd shapes
+/// encoded once for all gpsd clients (docs/GPSD.md), and the watchers the policy lets see nothing.
+struct GpsdFrontState {
+    /// True when the daemon listens for gpsd clients (the error models then follow every fix).
+    var enabled = false
+    /// The TCP listeners' sources and their back-offs, in the order of `NativeFront.gpsdListeners`.
+    var accepting: [AcceptThrottle] = []
+    /// gpsd's error model of each receiver, by the fixes' `device` (receiver name).
+    private var models: [String: GpsdErrorModel] = [:]
+    /// The estimates of the latest fix with a position.
+    private var estimates = GpsdEstimates()
+    /// Receiver name → device path (DEVICE.path, TPV.device), refreshed for each new report.
+    var devicePaths: [String: String] = [:]
+    /// gpsd clients watching that may see no position (unauthorized, or waiting for an agent): each fix
+    /// gets them a `mode` 1 TPV, nothing more.
+    var blind: Set<Int> = []
+    /// The Publisher's report serial the encodings below belong to.
+    private var serial: UInt64?
+    private var encoded: [EncodingKey: (tpv: [UInt8], sky: [UInt8], nmea: [UInt8])] = [:]
+
+    private struct EncodingKey: Hashable {
+        var accuracy: AccuracyAuthorization
+    }
+
+    /// A fix from the receivers: gpsd's model of its receiver computes the estimates (each fix once, in order).
+    mutating func observe(_ fix: Fix) {
+        guard fix.hasPosition else { return }
+        estimates = models[fix.device ?? "", default: GpsdErrorModel()].estimates(for: fix)
+    }
+
+    /// The gpsd shapes of `fix` (the Publisher's report at `accuracy`, serial `serial`), encoded once per
+    /// fix and accuracy: full — TPV with gpsd's estimates, SKY, NMEA with satellites; reduced — TPV with
+    /// the reduced position and `eph` only, no SKY, NMEA without satellites.
+    mutating func shapes(of fix: Fix, accuracy: AccuracyAuthorization, serial: UInt64) -> (tpv: [UInt8], sky: [UInt8], nmea: [UInt8]) {
+        if self.serial != serial {
+            self.serial = serial
+            encoded.removeAll(keepingCapacity: true)
+        }
+        let key = EncodingKey(accuracy: accuracy)
+        if let done = encoded[key] { return done }
+        let device = fix.device.flatMap { devicePaths[$0] } ?? fix.device
+        var tpv: [UInt8] = [], sky: [UInt8] = [], nmea: [UInt8] = []
+        if accuracy == .full {
+            GpsdReports.appendTPV(fix, estimates: estimates, device: device, to: &tpv)
+            GpsdReports.appendSKY(fix, dop: estimates.dop, device: device, to: &sky)
+        } else {
+            GpsdReports.appendTPV(fix, estimates: GpsdEstimates(eph: fix.eph), device: device, to: &tpv)
+        }
+        NMEASynthesizer.appendEpoch(fix, satellites: accuracy == .full, to: &nmea)
+        encoded[key] = (tpv, sky, nmea)
+        return (tpv, sky, nmea)
+    }
+
+    /// A TPV without position, time or satellites: `mode` 1 (what a client that may see nothing gets, and
+    /// what anyone gets when the fix is lost).
+    func noFixTPV(device: String?) -> [UInt8] {
+        var tpv: [UInt8] = []
+        GpsdReports.appendTPV(Fix(device: nil, mode: .noFix), estimates: GpsdEstimates(), device: device, to: &tpv)
+        return tpv
+    }
+
+    /// The receivers as `DEVICES` lists them, by device path (serial port, gpsd device, replay file).
+    static func devices(_ reports: [ReceiverReport]) -> [GpsdDevice] {
+        reports.map { r in
+            GpsdDevice(path: r.path ?? r.name, activated: r.connectedSince, flags: (r.sentences ?? 0) > 0 ? 1 : nil, bitsPerSecond: r.speed)
+        }
+    }
+}

@@ -1,0 +1,155 @@
+import LocationCore
+import LocationPolicy
+import LocationWire
+
+/// The gpsd front (ARCHITECTURE.md "gpsd front", docs/GPSD.md): a gpsd client's reads go to its
+/// `GpsdConversation`; what it may see is the Publisher's decision, exactly as on the native front. A gpsd
+/// client cannot ask (no AUTHORIZE): its rule decides, and under `ask` the agents are asked on its behalf
+/// when it starts watching or polls. Until then, and whenever it may see nothing, it gets `mode` 1 TPVs —
+/// never a position, a time of fix, a satellite or an NMEA sentence.
+extension ServerState {
+    /// One read from gpsd client `id` (gpsd reads each read as a whole: requests need not end in a newline).
+    mutating func gpsdRead(_ input: [UInt8], from id: Int, at now: Moment) {
+        guard var session = connections[id]?.gpsd else { return }
+        connections[id]?.meter.requests += 1
+        if let requests = connections[id]?.meter.requests, requests > limits.maxRequestsPerSecond {
+            refuse(id, "flooding: more than \(limits.maxRequestsPerSecond) requests in a second")
+            return
+        }
+        let reports = context.receivers.receiverReports()
+        let devices = GpsdFrontState.devices(reports)
+        for r in reports { gpsdFront.devicePaths[r.name] = r.path ?? r.name }
+        var reply = session.conversation.receive(input, devices: devices)
+        connections[id]?.gpsd?.conversation = session.conversation
+        if !reply.pollOffsets.isEmpty {
+            let (tpv, sky) = gpsdPollReports(id, session: session, at: now)
+            let active = reports.filter { $0.state == "connected" }.count
+            for offset in reply.pollOffsets.reversed() {
+                var poll: [UInt8] = []
+                GpsdResponses.appendPoll(time: UTCTime(unixSeconds: now.wall), active: active, tpv: tpv, sky: sky, to: &poll)
+                reply.bytes.insert(contentsOf: poll, at: offset)
+            }
+        }
+        if !reply.bytes.isEmpty { send(id, reply.bytes, gpsd: true) }
+        if reply.stoppedWatching {
+            publisher.stopWatching(id)
+            gpsdFront.blind.remove(id)
+        }
+        if reply.startedWatching {
+            gpsdStartWatching(id, request: "WATCH", at: now)
+        } else if !reply.pollOffsets.isEmpty, !session.conversation.policy.enable {
+            gpsdAskIfUndetermined(id, request: "POLL", at: now)
+        }
+    }
+
+    /// What `?POLL;` answers with: the last report the client was sent (or, not watching but authorized
+    /// at full accuracy, the latest fix); nothing while it may see nothing.
+    private mutating func gpsdPollReports(_ id: Int, session: GpsdSession, at now: Moment) -> (tpv: [[UInt8]], sky: [[UInt8]]) {
+        let state = publisher.authorization(of: id, at: now.wall)
+        guard state.status.isAuthorized else { return ([], []) }
+        if !session.lastTPV.isEmpty { return ([session.lastTPV], session.lastSKY.isEmpty ? [] : [session.lastSKY]) }
+        guard state.accuracy == .full, let fix = publisher.reportFix(.full), fix.hasPosition else { return ([], []) }
+        refreshDevicePaths()
+        let shapes = gpsdFront.shapes(of: fix, accuracy: .full, serial: publisher.reportSerial)
+        return ([shapes.tpv], [shapes.sky])
+    }
+
+    /// The client turned watching on: streams if the policy lets it see the location; else it watches
+    /// blind (mode 1 TPVs), and the agents are asked on its behalf when its rule says `ask`.
+    private mutating func gpsdStartWatching(_ id: Int, request: String, at now: Moment) {
+        let state = publisher.authorization(of: id, at: now.wall)
+        if state.status.isAuthorized {
+            gpsdStream(id, state, at: now)
+            return
+        }
+        gpsdFront.blind.insert(id)
+        gpsdTell(id, gpsdFront.noFixTPV(device: gpsdDefaultDevice()))
+        gpsdAskIfUndetermined(id, request: request, at: now)
+        // Record what it was "told" (nothing reaches it): a later change — a reload, a grant — then comes
+        // back as an `authorization` delivery, which starts its stream.
+        if connections[id] != nil { _ = publisher.announce(id, publisher.authorization(of: id, at: now.wall), force: true) }
+    }
+
+    /// Not decided yet: decide as for `AUTHORIZE` (a one-time authorization at the accuracy its rule
+    /// allows): the rule grants, refuses, or the agents are asked. The outcome comes back as an
+    /// `authorization` delivery (`gpsdDeliver`).
+    private mutating func gpsdAskIfUndetermined(_ id: Int, request: String, at now: Moment) {
+        guard publisher.authorization(of: id, at: now.wall).status == .notDetermined else { return }
+        guard let identity = publisher.subscribers[id]?.identity else { return }
+        let accuracy = publisher.policy.rules.effective(for: identity).accuracy
+        authorize(id, .authorize(.once, accuracy), request: request, at: now)
+        // A refusal is told with a native AUTHORIZATION (never sent to a gpsd client): nothing to do.
+    }
+
+    /// Starts the Publisher's stream for an authorized gpsd watcher.
+    private mutating func gpsdStream(_ id: Int, _ state: AuthorizationState, at now: Moment) {
+        gpsdFront.blind.remove(id)
+        let out = publisher.startWatching(id, minInterval: .zero, distanceFilter: 0, state: state, at: now)
+        deliver(out, at: now.wall)
+    }
+
+    /// The Publisher's decision for a gpsd client, in gpsd's shapes.
+    mutating func gpsdDeliver(_ delivery: Delivery, at wall: Double) {
+        switch delivery {
+        case let .report(id, accuracy):
+            guard let fix = publisher.reportFix(accuracy) else { return }
+            refreshDevicePaths()
+            let shapes = gpsdFront.shapes(of: fix, accuracy: accuracy, serial: publisher.reportSerial)
+            guard let session = connections[id]?.gpsd else { return }
+            connections[id]?.gpsd?.lastTPV = shapes.tpv
+            connections[id]?.gpsd?.lastSKY = shapes.sky
+            var bytes: [UInt8] = []
+            if session.conversation.policy.json { bytes += shapes.tpv + shapes.sky }
+            if session.wantsNMEA { bytes += shapes.nmea }
+            if !bytes.isEmpty { send(id, bytes, isLocation: true, gpsd: true) }
+        case let .fixState(id, fix):
+            if !fix {
+                connections[id]?.gpsd?.lastTPV = []
+                connections[id]?.gpsd?.lastSKY = []
+                gpsdTell(id, gpsdFront.noFixTPV(device: gpsdDefaultDevice()))
+            }
+        case let .authorization(id, state):
+            // Decided (a rule, an agent's answer, a grant revoked or expired): a watcher starts streaming,
+            // or watches blind.
+            guard let session = connections[id]?.gpsd, session.conversation.policy.enable else { return }
+            let streaming = publisher.subscribers[id]?.watching == true
+            if state.status.isAuthorized, !streaming {
+                gpsdStream(id, state, at: Moment.now())
+            } else if !state.status.isAuthorized {
+                publisher.stopWatching(id)
+                gpsdFront.blind.insert(id)
+            }
+        case let .watchEnded(id, _):
+            connections[id]?.gpsd?.lastTPV = []
+            connections[id]?.gpsd?.lastSKY = []
+            if connections[id]?.gpsd?.conversation.policy.enable == true { gpsdFront.blind.insert(id) }
+            gpsdTell(id, gpsdFront.noFixTPV(device: gpsdDefaultDevice()))
+        case .pollReply, .audit:
+            break
+        }
+    }
+
+    /// Each fix: watchers that may see nothing get a `mode` 1 TPV, as gpsd sends a no-fix epoch.
+    mutating func gpsdTellBlindWatchers() {
+        refreshDevicePaths()
+        let tpv = gpsdFront.noFixTPV(device: gpsdDefaultDevice())
+        for id in gpsdFront.blind.sorted() { gpsdTell(id, tpv) }
+    }
+
+    /// A `mode` 1 TPV to a JSON watcher (an NMEA-only watcher gets nothing: no sentence without a fix).
+    private mutating func gpsdTell(_ id: Int, _ tpv: [UInt8]) {
+        guard let session = connections[id]?.gpsd, session.conversation.policy.enable, session.conversation.policy.json else { return }
+        send(id, tpv, isLocation: true, gpsd: true)
+    }
+
+    /// The first receiver's device path (TPV.device of a fix-less TPV; names no location).
+    private func gpsdDefaultDevice() -> String? {
+        gpsdFront.devicePaths.values.sorted().first
+    }
+
+    /// Receiver names → device paths, from the receivers' snapshot (refreshed at each client read).
+    private mutating func refreshDevicePaths() {
+        guard gpsdFront.devicePaths.isEmpty else { return }
+        for r in context.receivers.receiverReports() { gpsdFront.devicePaths[r.name] = r.path ?? r.name }
+    }
+}
