@@ -126,7 +126,9 @@ struct AbuseTests {
         let logged = daemon.log.utf8.count - logBefore
         let failures = daemon.log.components(separatedBy: "accept failed").count - 1
         // At most one line per 10 s while the attack lasts (about 4 s), with the count of failures.
-        #expect(failures >= 1 && failures <= 2, "\(failures) accept-failure lines")
+        // It did reach the limit: accepts failed, or connections waited unanswered in the backlog.
+        #expect(failures >= 1 || (Self.counts(out).last ?? 0) > 0, "\(out)")
+        #expect(failures <= 2, "\(failures) accept-failure lines")
         #expect(logged < 200_000, "\(logged) bytes of log")
         // The attacker is gone: everyone gets in again.
         usleep(1_200_000)
