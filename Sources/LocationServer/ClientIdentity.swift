@@ -39,8 +39,11 @@ extension ClientIdentity {
     /// this pid (SCM_CREDENTIALS, `NativeFront`).
     static func pin(peerOf socket: Int32, pid: Int32, kernelPidFD: Bool) throws(Errno) -> OwnedFileDescriptor {
         if kernelPidFD, let fd = peerPidFD(socket) { return OwnedFileDescriptor(taking: fd) }
-        guard case .success(let pidfd) = PeerProcess.pin(pid) else { throw .noSuchProcess }
-        return pidfd
+        switch PeerProcess.pin(pid) {
+        case .success(let pidfd): return pidfd
+        case .failure(let e) where e.rawValue == ESRCH: throw .noSuchProcess
+        case .failure(let e): throw e  // out of descriptors, say: not the client's doing
+        }
     }
 
     /// The path of the program `pid` runs, if that path names the very file it runs in this daemon's

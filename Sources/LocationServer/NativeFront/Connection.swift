@@ -18,12 +18,15 @@ struct Connection {
     var readSource: (any DispatchSourceRead)?
     var writeSource: (any DispatchSourceWrite)?
     /// The dialect: nil for the locationd protocol, the gpsd conversation for a client of the gpsd front.
-    var gpsd: GpsdSession?
+    var gpsd: GpsdSession? { didSet { speaksGpsd = gpsd != nil } }
+    /// Whether `gpsd` is set: the fan-out's test, without touching the session.
+    private(set) var speaksGpsd = false
 
     init(fd: Int32, identity: ClientIdentity, gpsd: Bool = false, now: ContinuousClock.Instant) {
         self.fd = fd
         self.identity = identity
         self.gpsd = gpsd ? GpsdSession() : nil
+        self.speaksGpsd = gpsd
         self.meter = RequestMeter(windowStart: now)
         self.lastReadProgress = now
     }

@@ -235,18 +235,34 @@ struct ServerState {
     ///   - gpsd: the bytes are gpsd's protocol; anything else is never sent to a gpsd client.
     mutating func send(_ id: Int, _ bytes: [UInt8], isLocation: Bool = false, tag: Int? = nil, gpsd: Bool = false) {
         guard let index = connections.index(forKey: id) else { return }
-        guard (connections.values[index].gpsd != nil) == gpsd else { return }
-        let fd = connections.values[index].fd
+        // The connection is reached in place (`inout`): a dictionary's getter would copy the whole
+        // connection for every client and fix.
+        switch Self.send(bytes, isLocation: isLocation, tag: tag, gpsd: gpsd, on: &connections.values[index], limits: limits) {
+        case .done:
+            break
+        case .watchWritable:
+            effects.append(.watchWritable(id))
+        case .close(let why):
+            close(id, why: why)
+        }
+    }
+
+    /// Whether a connection speaks gpsd's protocol, read in place (see `send`).
+    private static func speaksGpsd(_ connection: inout Connection) -> Bool { connection.speaksGpsd }
+
+    private enum SendOutcome {
+        case done, watchWritable, close(String)
+    }
+
+    private static func send(_ bytes: [UInt8], isLocation: Bool, tag: Int?, gpsd: Bool, on connection: inout Connection,
+                             limits: ServerLimits) -> SendOutcome {
+        guard connection.speaksGpsd == gpsd else { return .done }
         do {
-            let queued = try connections.values[index].output.send(bytes, isLocation: isLocation, tag: tag, on: fd)
-            guard queued else { return }
-            if connections.values[index].output.byteCount > limits.maxQueuedBytes {
-                close(id, why: "more than \(limits.maxQueuedBytes) bytes queued")
-            } else if connections.values[index].writeSource == nil {
-                effects.append(.watchWritable(id))
-            }
+            guard try connection.output.send(bytes, isLocation: isLocation, tag: tag, on: connection.fd) else { return .done }
+            if connection.output.byteCount > limits.maxQueuedBytes { return .close("more than \(limits.maxQueuedBytes) bytes queued") }
+            return connection.writeSource == nil ? .watchWritable : .done
         } catch {
-            close(id, why: "write failed: \(error)")
+            return .close("write failed: \(error)")
         }
     }
 
@@ -280,7 +296,9 @@ struct ServerState {
     mutating func deliver(_ deliveries: [Delivery], at wall: Double) {
         var noFixReason: String?
         for delivery in deliveries {
-            if case .audit = delivery {} else if connections[delivery.client ?? 0]?.gpsd != nil {
+            // Looked up by index and read in place: `connections[id]?.gpsd` would copy the whole
+            // connection for every client and fix.
+            if let id = delivery.client, let index = connections.index(forKey: id), Self.speaksGpsd(&connections.values[index]) {
                 gpsdDeliver(delivery, at: wall)
                 continue
             }

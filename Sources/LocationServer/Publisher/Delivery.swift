@@ -2,6 +2,10 @@ import LocationPolicy
 
 /// What the Publisher decided a subscriber gets; the front turns it into bytes on the client's socket
 /// (docs/PROTOCOL.md names each message).
+///
+/// A fan-out makes one per client and fix, so the common cases are two words: the rare ones that carry
+/// an authorization or an audit record are boxed (`indirect`), or every element of the array would be
+/// as large as an audit record.
 enum Delivery: Sendable {
     /// The current report (`Publisher.report(_:)`), as a streamed `TPV` at this accuracy.
     case report(to: Int, AccuracyAuthorization)
@@ -10,12 +14,12 @@ enum Delivery: Sendable {
     /// `STATE`: the fix was lost (false) or is back (true).
     case fixState(to: Int, fix: Bool)
     /// `AUTHORIZATION`: the client's status changed (or it asked).
-    case authorization(to: Int, AuthorizationState)
+    indirect case authorization(to: Int, AuthorizationState)
     /// The client lost its authorization while streaming or polling: an `ERROR` for `WATCH` with the reason
     /// (its `AUTHORIZATION` goes before it, as its own delivery).
-    case watchEnded(to: Int, AuthorizationState)
+    indirect case watchEnded(to: Int, AuthorizationState)
     /// An audit record to write (first delivery under a grant).
-    case audit(AuditEvent)
+    indirect case audit(AuditEvent)
 }
 
 /// One audit record: who, what was asked, the outcome and why (docs/PROTOCOL.md "AUDIT").

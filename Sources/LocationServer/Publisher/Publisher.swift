@@ -79,11 +79,12 @@ struct Publisher {
         guard let subscriber = subscribers[id] else {
             return AuthorizationState(status: .notDetermined, accuracy: nil, reason: "not connected")
         }
-        if subscriber.cache.holds(generation: policy.generation, wall: wall), let state = subscriber.cache.state { return state }
+        if subscriber.cache.holds(generation: policy.generation, wall: wall), let state = subscriber.profile.cachedState { return state }
         let state = policy.state(subscriber.identity, subscriber.session, wall: wall)
         var until = policy.nextGrantExpiry(after: wall)
         if let once = subscriber.session.once, once.expires > wall { until = min(until, once.expires) }
-        subscribers[id]?.cache = AuthorizationCache(state: state, accuracy: state.status.isAuthorized ? state.accuracy : nil,
+        subscriber.profile.cachedState = state
+        subscribers[id]?.cache = AuthorizationCache(valid: true, accuracy: state.status.isAuthorized ? state.accuracy : nil,
                                                     generation: policy.generation, until: until, auditPending: true)
         return state
     }
@@ -253,8 +254,10 @@ struct Publisher {
 
     /// The accuracy the client at `index` may see now (its cached authorization); nil when none.
     private mutating func authorizedAccuracy(_ index: Dictionary<Int, Subscriber>.Index, wall: Double) -> AccuracyAuthorization? {
-        let cache = subscribers.values[index].cache
-        if cache.holds(generation: policy.generation, wall: wall) { return cache.accuracy }
+        // Read in place: a copy of the cache would retain its state's strings for every client and fix.
+        if subscribers.values[index].cache.holds(generation: policy.generation, wall: wall) {
+            return subscribers.values[index].cache.accuracy
+        }
         _ = authorization(of: subscribers.keys[index], at: wall)
         return subscribers.values[index].cache.accuracy
     }

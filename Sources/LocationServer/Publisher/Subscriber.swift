@@ -1,37 +1,74 @@
 import LocationCore
 import LocationPolicy
 
-/// One client as the Publisher sees it: who it is (from the kernel), what it asked for, and what it was
-/// last told. Hot fields first: the fan-out reads them for every fix.
-struct Subscriber: Sendable {
+/// One client as the Publisher sees it: what the fan-out reads for every fix, inline and first, and who
+/// it is and what it was last told in its `profile`, boxed — so that a fan-out over 1000 clients walks a
+/// table of small values (a few cache lines each), not one of whole identities.
+struct Subscriber {
     /// Streaming (WATCH enabled).
     var watching = false
+    /// The last STATE told: nil before any, true with a fix, false without.
+    var toldFix: Bool?
     /// POLLs waiting for the next fix, by id, oldest first.
     var pendingPolls: [Int] = []
     var filter = DeliveryFilter()
-    /// The last STATE told: nil before any, true with a fix, false without.
-    var toldFix: Bool?
     var cache = AuthorizationCache()
-
-    let identity: ClientIdentity
-    /// Whom reduced-accuracy pacing counts for (user and program).
-    let pacingKey: ReducedPacing.Key
-    /// The connection's one-time grant and temporary full accuracy; a change drops the cached authorization.
-    var session = SessionAuthorization() { didSet { cache = AuthorizationCache() } }
-    /// Display text the client declared (AUTHORIZE name), escaped: shown to the agent, never a key.
-    var displayName: String?
-    /// The authorization last sent to the client.
-    var announced: AuthorizationState?
-    /// The authorization whose first delivery was audited.
-    var auditedDelivery: AuthorizationState?
+    /// The rest; only the Publisher that holds this subscriber reaches it.
+    let profile: SubscriberProfile
 
     init(identity: ClientIdentity) {
-        self.identity = identity
-        self.pacingKey = ReducedPacing.Key(identity)
+        profile = SubscriberProfile(identity: identity)
     }
 
     /// Whether the fan-out has anything to do for this client.
     var wantsReports: Bool { watching || !pendingPolls.isEmpty }
+
+    /// Who it is, from the kernel.
+    var identity: ClientIdentity { profile.identity }
+    /// Whom reduced-accuracy pacing counts for.
+    var pacingKey: ReducedPacing.Key { profile.pacingKey }
+    /// The connection's one-time grant and temporary full accuracy; a change drops the cached authorization.
+    var session: SessionAuthorization {
+        get { profile.session }
+        set {
+            profile.session = newValue
+            cache = AuthorizationCache()
+        }
+    }
+    /// Display text the client declared (AUTHORIZE name), escaped: shown to the agent, never a key.
+    var displayName: String? {
+        get { profile.displayName }
+        nonmutating set { profile.displayName = newValue }
+    }
+    /// The authorization last sent to the client.
+    var announced: AuthorizationState? {
+        get { profile.announced }
+        nonmutating set { profile.announced = newValue }
+    }
+    /// The authorization whose first delivery was audited.
+    var auditedDelivery: AuthorizationState? {
+        get { profile.auditedDelivery }
+        nonmutating set { profile.auditedDelivery = newValue }
+    }
+}
+
+/// A subscriber's identity and what it was told: read on requests and when its authorization is
+/// computed anew, not on every fix. A class so that it stays out of the fan-out's table; its one owner is
+/// the `Subscriber` (and so the `Publisher`) that made it.
+final class SubscriberProfile {
+    let identity: ClientIdentity
+    let pacingKey: ReducedPacing.Key
+    var session = SessionAuthorization()
+    var displayName: String?
+    var announced: AuthorizationState?
+    var auditedDelivery: AuthorizationState?
+    /// The authorization `Subscriber.cache` holds the accuracy of.
+    var cachedState: AuthorizationState?
+
+    init(identity: ClientIdentity) {
+        self.identity = identity
+        pacingKey = ReducedPacing.Key(identity)
+    }
 }
 
 /// A subscriber's filters (WATCH `minInterval`, `distanceFilter`) and what they measure from.
@@ -62,8 +99,9 @@ struct DeliveryFilter: Sendable {
 /// generation), the session's grants change (the cache is dropped), or the wall clock reaches `until`
 /// (a grant expires) — so the fan-out does not evaluate rules and grants for every client on every fix.
 struct AuthorizationCache: Sendable {
-    var state: AuthorizationState?
-    /// The accuracy `state` allows; nil: none.
+    /// Computed at all (the state itself is the profile's `cachedState`).
+    var valid = false
+    /// The accuracy the state allows; nil: none.
     var accuracy: AccuracyAuthorization?
     var generation = 0
     /// Unix seconds.
@@ -72,6 +110,6 @@ struct AuthorizationCache: Sendable {
     var auditPending = true
 
     func holds(generation: Int, wall: Double) -> Bool {
-        state != nil && self.generation == generation && wall < until
+        valid && self.generation == generation && wall < until
     }
 }
