@@ -174,9 +174,15 @@ public enum Policy {
         var session = session
         switch question.subject {
         case .temporaryFullAccuracy(let key):
-            if case .deny = answer { return AnswerOutcome(session: session, store: nil) }
-            session.temporaryFullAccuracy = key
-            return AnswerOutcome(session: session, store: nil)
+            // Temporary full accuracy is full or nothing: an answer that lowers the accuracy to reduced
+            // grants no upgrade (the client keeps what it had), as a refusal does.
+            switch answer {
+            case .deny, .allowOnce(.reduced?), .allowAlways(.reduced?):
+                return AnswerOutcome(session: session, store: nil)
+            case .allowOnce, .allowAlways:
+                session.temporaryFullAccuracy = key
+                return AnswerOutcome(session: session, store: nil)
+            }
         case .authorization:
             switch answer {
             case .allowOnce(let lowered):

@@ -272,4 +272,16 @@ struct PolicyTests {
                                          rules: Self.rules(), grants: .init(), now: Self.now)
         #expect(Self.summary(unauthorized) == "refuse:notDetermined")
     }
+
+    @Test("temporary full accuracy answered at reduced accuracy grants no upgrade (a new user got full that way)",
+          arguments: [AgentAnswer.allowOnce(.reduced), .allowAlways(.reduced), .deny])
+    func temporaryFullLowered(answer: AgentAnswer) {
+        let r = Self.rules([Self.navRule])
+        let question = AgentQuestion(subject: .temporaryFullAccuracy(purposeKey: "TurnByTurn"), accuracy: .full,
+                                     purpose: "Turn-by-turn directions need your exact position.")
+        let o = Policy.apply(answer, to: question, identity: Self.navit, session: .init(), now: Self.now, onceLifetime: 3600, decidedBy: "agent")
+        #expect(o.store == nil)
+        #expect(o.session.temporaryFullAccuracy == nil)
+        #expect(Policy.state(Self.navit, session: o.session, rules: r, grants: .init(), now: Self.now).accuracy == .reduced)
+    }
 }
