@@ -206,7 +206,7 @@ public final class NativeFront: Sendable {
         while true {
             switch gpsdListeners[index].accept() {
             case .success(let fd):
-                withState { $0.acceptSucceeded() }
+                withState { $0.acceptSucceeded(gpsdListener: index) }
                 identityQueue.async { [weak self] in self?.identifyGpsd(fd) }
             case .failure(.wouldBlock):
                 return

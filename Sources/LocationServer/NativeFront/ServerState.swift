@@ -135,9 +135,10 @@ struct ServerState {
         if let resumeAfter { effects.append(.schedule(.resumeAccepting, after: resumeAfter)) }
     }
 
-    /// A connection was accepted.
-    mutating func acceptSucceeded() {
-        accepting.succeeded()
+    /// A connection was accepted: that listener's back-off starts from the shortest again.
+    /// - Parameter gpsdListener: the index of the gpsd front's listener; nil for the Unix socket.
+    mutating func acceptSucceeded(gpsdListener: Int? = nil) {
+        if let index = gpsdListener { gpsdFront.accepting[index].succeeded() } else { accepting.succeeded() }
     }
 
     /// Closes a client: its POLLs, its one-time grant and its questions to agents end with it.
