@@ -22,6 +22,9 @@
 #   STAMP              ready (default): a TPV's arrival is when its client's socket reported it readable;
 #                      read: when the harness's read of it returned (the harness then reads N sockets in
 #                      turn, ~3.5 us each, so at 1000 clients that floor dominates the delays)
+#   LOCATIOND_BIN      a locationd binary to measure instead of building one (e.g. an older commit's)
+#   DAEMON_WRAP        a command locationd runs under, e.g. "perf record -F 2000 -g -o /tmp/perf.data"
+#                      to profile it (its delays and CPU then mean nothing)
 #   DUMP_DIR           if set, every run's per-client-epoch delays are written there (KIND-CLIENTS.txt)
 #   NOISY, RETRIES, TIME_BUDGET
 #                      a run during which other processes used more than NOISY % of a CPU (default 10) is
@@ -92,8 +95,13 @@ if ! command -v gpsd >/dev/null 2>&1 && [ ! -x /usr/sbin/gpsd ]; then
 fi
 gpsd_bin=$(command -v gpsd 2>/dev/null || echo /usr/sbin/gpsd)
 
-swift build -c release --scratch-path "$SCRATCH" --product locationd >&2
-locationd="$(swift build -c release --scratch-path "$SCRATCH" --show-bin-path)/locationd"
+if [ -n "${LOCATIOND_BIN:-}" ]; then
+    locationd=$LOCATIOND_BIN
+else
+    swift build -c release --scratch-path "$SCRATCH" --product locationd >&2
+    locationd="$(swift build -c release --scratch-path "$SCRATCH" --show-bin-path)/locationd"
+fi
+read -r -a daemon_wrap <<< "${DAEMON_WRAP:-}"
 
 work=$(mktemp -d)
 harness_pid=""
@@ -107,7 +115,7 @@ alive() { # alive PID: running (not gone, not a zombie)
 stop() {
     local i
     kill -TERM "$1" 2>/dev/null || true
-    for ((i = 0; i < 40; i++)); do
+    for ((i = 0; i < ${STOP_WAIT:-40}; i++)); do
         alive "$1" || break
         sleep 0.05
     done
@@ -220,7 +228,7 @@ speed = 9600
 access = always
 accuracy = full
 EOF
-        "${pin_daemon[@]}" "$locationd" --config "$dir/locationd.conf" > /dev/null 2> "$dir/daemon.log" &
+        "${pin_daemon[@]}" "${daemon_wrap[@]}" "$locationd" --config "$dir/locationd.conf" > /dev/null 2> "$dir/daemon.log" &
         ;;
     gpsd)
         "${pin_daemon[@]}" "$gpsd_bin" -N -n -b -S "$port" "$pty" > /dev/null 2> "$dir/daemon.log" &

@@ -137,7 +137,7 @@ extension ServerState {
             if case .user(let name) = subject, let uid = AdminService.uidDigits(name), uid != name { alias = .user(uid) }
             let revoked = { (stored: GrantSubject) in subject.covers(stored) || alias?.covers(stored) == true }
             // How many grants go, so that the reply can say when there was nothing to revoke.
-            var count = publisher.subscribers.values.filter {
+            var count = publisher.subscribers.filter {
                 subject.matches($0.identity) && ($0.session.once.map { now.wall < $0.expires } == true || $0.session.temporaryFullAccuracy != nil)
             }.count
             let stored = publisher.policy.grants.persistent.count + publisher.policy.grants.preapprovals.count
@@ -148,9 +148,9 @@ extension ServerState {
                 $0.persistent.removeAll { revoked($0.subject) }
                 $0.preapprovals.removeAll { revoked($0.subject) }
             }
-            for (client, subscriber) in publisher.subscribers where subject.matches(subscriber.identity) {
+            for subscriber in publisher.subscribers where subject.matches(subscriber.identity) {
                 // The grants end; the accuracy the client asked for still caps what a rule may give it.
-                publisher.changeSession(of: client) { $0 = SessionAuthorization(requestedAccuracy: $0.requestedAccuracy) }
+                publisher.changeSession(of: subscriber.id) { $0 = SessionAuthorization(requestedAccuracy: $0.requestedAccuracy) }
             }
             context.store.record(AuditEvent(event: "revoke", identity: identity, request: "REVOKE \(subject)", status: nil,
                                             accuracy: nil, reason: "by administrator \(by)" + (count == 0 ? "; there was nothing to revoke" : "")),
@@ -173,7 +173,7 @@ extension ServerState {
 
     /// The GRANTS message as the grants stand now.
     func grantsMessage(at wall: Double) -> ServerMessage.Grants {
-        let once = publisher.subscribers.keys.sorted().compactMap { id in
+        let once = publisher.subscribers.ids.sorted().compactMap { id in
             publisher.subscribers[id].map { (identity: $0.identity, session: $0.session) }
         }
         return AdminService.grantsMessage(publisher.policy.grants, once: once, at: wall)

@@ -1,3 +1,4 @@
+import CPosixShims
 import Dispatch
 import LocationPolicy
 import LocationPosix
@@ -39,6 +40,19 @@ struct Connection {
         }
         return ["client.id": String(id), "client.pid": String(identity.pid), "client.uid": String(identity.uid),
                 "client.exe": identity.executable ?? "?", "client.unit": identity.unit ?? "-", "reason": reason]
+    }
+
+    /// The stuck-reader sweep's look at this client: whether it read nothing for `timeout` while messages
+    /// waited for it — in our queue or in the kernel's socket buffer (SIOCOUTQ); notes its progress if not.
+    mutating func isStuck(now: ContinuousClock.Instant, timeout: Duration) -> Bool {
+        let unreadInKernel = max(0, Int(locationd_socket_unread_bytes(fd)))
+        let read = output.totalSent - unreadInKernel
+        if read > peerRead || (unreadInKernel == 0 && output.isEmpty) {
+            peerRead = read
+            lastReadProgress = now
+            return false
+        }
+        return now - lastReadProgress >= timeout
     }
 
     /// Stops watching the socket and closes it once every source has finished cancelling.

@@ -1,4 +1,3 @@
-import CPosixShims
 import Dispatch
 import LocationCore
 import LocationPolicy
@@ -236,6 +235,12 @@ struct ServerState {
     ///   - gpsd: the bytes are gpsd's protocol; anything else is never sent to a gpsd client.
     mutating func send(_ id: Int, _ bytes: [UInt8], isLocation: Bool = false, tag: Int? = nil, gpsd: Bool = false) {
         guard let index = connections.index(forKey: id) else { return }
+        send(at: index, id, bytes, isLocation: isLocation, tag: tag, gpsd: gpsd)
+    }
+
+    /// `send` to the connection at `index` (client `id`), found already.
+    private mutating func send(at index: [Int: Connection].Index, _ id: Int, _ bytes: [UInt8], isLocation: Bool = false,
+                               tag: Int? = nil, gpsd: Bool = false) {
         // The connection is reached in place (`inout`): a dictionary's getter would copy the whole
         // connection for every client and fix.
         switch Self.send(bytes, isLocation: isLocation, tag: tag, gpsd: gpsd, on: &connections.values[index], limits: limits) {
@@ -297,15 +302,20 @@ struct ServerState {
     mutating func deliver(_ deliveries: [Delivery], at wall: Double) {
         var noFixReason: String?
         for delivery in deliveries {
-            // Looked up by index and read in place: `connections[id]?.gpsd` would copy the whole
+            if case .audit(let event) = delivery {
+                context.store.record(event, at: wall)
+                continue
+            }
+            // Looked up once, by index, and read in place: `connections[id]?.gpsd` would copy the whole
             // connection for every client and fix.
-            if let id = delivery.client, let index = connections.index(forKey: id), Self.speaksGpsd(&connections.values[index]) {
+            guard let id = delivery.client, let index = connections.index(forKey: id) else { continue }
+            if Self.speaksGpsd(&connections.values[index]) {
                 gpsdDeliver(delivery, at: wall)
                 continue
             }
             switch delivery {
             case let .report(id, accuracy):
-                send(id, publisher.reportBytes(accuracy), isLocation: true)
+                send(at: index, id, publisher.reportBytes(accuracy), isLocation: true)
             case let .pollReply(id, accuracy):
                 send(id, ServerMessage.poll(tpv: publisher.reportBytes(accuracy)))
             case let .fixState(id, fix):
@@ -315,8 +325,8 @@ struct ServerState {
                 send(id, ServerMessage.authorization(status: state.status, accuracy: state.accuracy, reason: state.reason))
             case let .watchEnded(id, state):
                 send(id, ServerMessage.error(request: "WATCH", message: "not authorized: \(state.reason)"))
-            case .audit(let event):
-                context.store.record(event, at: wall)
+            case .audit:
+                break
             }
         }
     }
@@ -371,17 +381,11 @@ struct ServerState {
     /// A client that reads nothing for `clientTimeout` while messages wait for it — in our queue or in
     /// the kernel's socket buffer (SIOCOUTQ) — is disconnected. One ioctl per client, every second or so.
     private mutating func sweepStuckClients(now: ContinuousClock.Instant) {
-        for id in connections.keys.sorted() {
-            guard let connection = connections[id] else { continue }
-            let unreadInKernel = max(0, Int(locationd_socket_unread_bytes(connection.fd)))
-            let peerRead = connection.output.totalSent - unreadInKernel
-            if peerRead > connection.peerRead || (unreadInKernel == 0 && connection.output.isEmpty) {
-                connections[id]?.peerRead = peerRead
-                connections[id]?.lastReadProgress = now
-            } else if now - connection.lastReadProgress >= limits.clientTimeout {
-                refuse(id, "read nothing for \(Self.seconds(limits.clientTimeout)) while messages waited")
-            }
+        var stuck: [Int] = []
+        for index in connections.indices where connections.values[index].isStuck(now: now, timeout: limits.clientTimeout) {
+            stuck.append(connections.keys[index])
         }
+        for id in stuck.sorted() { refuse(id, "read nothing for \(Self.seconds(limits.clientTimeout)) while messages waited") }
         sweeping = false
         armSweep()
     }

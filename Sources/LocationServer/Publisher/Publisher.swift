@@ -10,7 +10,7 @@ import LocationWire
 /// each client's cached authorization, the pacing of reduced accuracy, and the current report encoded
 /// once per accuracy.
 struct Publisher {
-    private(set) var subscribers: [Int: Subscriber] = [:]
+    private(set) var subscribers = SubscriberTable()
     private(set) var policy: PolicyState
     private(set) var fudger: LocationFudger
     private var pacing = ReducedPacing()
@@ -37,14 +37,14 @@ struct Publisher {
 
     /// A client connected (identity from the kernel).
     mutating func connect(_ id: Int, identity: ClientIdentity) {
-        subscribers[id] = Subscriber(identity: identity)
+        subscribers.insert(Subscriber(id: id, identity: identity))
     }
 
     /// A client went away: its one-time grant ends with it.
     mutating func disconnect(_ id: Int) {
-        guard let index = subscribers.index(forKey: id) else { return }
+        guard let index = subscribers.slot(of: id) else { return }
         dropPolls(index)
-        subscribers.remove(at: index)
+        subscribers.remove(id)
     }
 
     /// Sets the display name a client declared (already escaped and capped).
@@ -76,15 +76,16 @@ struct Publisher {
 
     /// A client's authorization now: computed by the policy once, then cached (`AuthorizationCache`).
     mutating func authorization(of id: Int, at wall: Double) -> AuthorizationState {
-        guard let subscriber = subscribers[id] else {
+        guard let slot = subscribers.slot(of: id) else {
             return AuthorizationState(status: .notDetermined, accuracy: nil, reason: "not connected")
         }
-        if subscriber.cache.holds(generation: policy.generation, wall: wall), let state = subscriber.profile.cachedState { return state }
-        let state = policy.state(subscriber.identity, subscriber.session, wall: wall)
+        let profile = subscribers[slot: slot].profile
+        if subscribers[slot: slot].cache.holds(generation: policy.generation, wall: wall), let state = profile.cachedState { return state }
+        let state = policy.state(profile.identity, profile.session, wall: wall)
         var until = policy.nextGrantExpiry(after: wall)
-        if let once = subscriber.session.once, once.expires > wall { until = min(until, once.expires) }
-        subscriber.profile.cachedState = state
-        subscribers[id]?.cache = AuthorizationCache(valid: true, accuracy: state.status.isAuthorized ? state.accuracy : nil,
+        if let once = profile.session.once, once.expires > wall { until = min(until, once.expires) }
+        profile.cachedState = state
+        subscribers[slot: slot].cache = AuthorizationCache(valid: true, accuracy: state.status.isAuthorized ? state.accuracy : nil,
                                                     generation: policy.generation, until: until, auditPending: true)
         return state
     }
@@ -108,7 +109,7 @@ struct Publisher {
     /// - Parameter because: the reason told to clients that lose their authorization (e.g. a revoke).
     mutating func reevaluateAll(because: String?, at wall: Double) -> [Delivery] {
         var out: [Delivery] = []
-        for id in subscribers.keys.sorted() { reevaluate(id, because: because, at: wall, into: &out) }
+        for id in subscribers.ids.sorted() { reevaluate(id, because: because, at: wall, into: &out) }
         return out
     }
 
@@ -128,8 +129,8 @@ struct Publisher {
 
     /// A client that is no longer authorized stops streaming, its POLLs are dropped, and it is told.
     private mutating func endStreaming(_ id: Int, _ state: AuthorizationState, into out: inout [Delivery]) {
-        guard let index = subscribers.index(forKey: id) else { return }
-        subscribers.values[index].watching = false
+        guard let index = subscribers.slot(of: id) else { return }
+        subscribers[slot: index].watching = false
         dropPolls(index)
         if let delivery = announce(id, state) { out.append(delivery) }
         out.append(.watchEnded(to: id, state))
@@ -141,10 +142,10 @@ struct Publisher {
     /// the filters given, and hands it the latest report at once (or tells it there is no fix).
     mutating func startWatching(_ id: Int, minInterval: Duration, distanceFilter: Double, state: AuthorizationState,
                                 at now: Moment) -> [Delivery] {
-        guard let index = subscribers.index(forKey: id) else { return [] }
-        subscribers.values[index].watching = true
-        subscribers.values[index].filter = DeliveryFilter(minInterval: minInterval, distanceFilter: distanceFilter)
-        subscribers.values[index].toldFix = nil
+        guard let index = subscribers.slot(of: id) else { return [] }
+        subscribers[slot: index].watching = true
+        subscribers[slot: index].filter = DeliveryFilter(minInterval: minInterval, distanceFilter: distanceFilter)
+        subscribers[slot: index].toldFix = nil
         var out: [Delivery] = []
         guard let latest, latest.hasPosition else {
             tellFixLost(index, at: now, into: &out)
@@ -190,11 +191,11 @@ struct Publisher {
     }
 
     /// Drops every POLL the client at `index` has waiting.
-    private mutating func dropPolls(_ index: Dictionary<Int, Subscriber>.Index) {
-        let count = subscribers.values[index].pendingPolls.count
+    private mutating func dropPolls(_ index: Int) {
+        let count = subscribers[slot: index].pendingPolls.count
         guard count > 0 else { return }
-        subscribers.values[index].pendingPolls.removeAll()
-        countPolls(-count, of: subscribers.values[index].identity.uid)
+        subscribers[slot: index].pendingPolls.removeAll()
+        countPolls(-count, of: subscribers[slot: index].identity.uid)
     }
 
     private mutating func countPolls(_ change: Int, of uid: UInt32) {
@@ -222,78 +223,72 @@ struct Publisher {
     /// A fix from the receivers (a no-fix tells streaming clients the fix was lost): what each client gets.
     ///
     /// The per-client loop of the daemon (1000 clients × 10 Hz): the report is encoded once per accuracy,
-    /// and a client is reached by its index in the table (no hashing, and no copy of the table: an index
-    /// of a native dictionary does not hold its storage, so writing a value in place copies nothing).
+    /// and a client is reached in place by its slot in the table (no hashing, no copy of it).
     mutating func publish(_ fix: Fix, at now: Moment, into out: inout [Delivery]) {
         latest = fix
-        var index = subscribers.startIndex
         guard fix.hasPosition else {
-            while index != subscribers.endIndex {
-                if subscribers.values[index].watching { tellFixLost(index, at: now, into: &out) }
-                subscribers.formIndex(after: &index)
-            }
+            for index in subscribers.indices where subscribers[slot: index].watching { tellFixLost(index, at: now, into: &out) }
             return
         }
         report.next()
-        while index != subscribers.endIndex {
-            defer { subscribers.formIndex(after: &index) }
-            guard subscribers.values[index].wantsReports else { continue }
+        for index in subscribers.indices {
+            guard subscribers[slot: index].wantsReports else { continue }
             guard let accuracy = authorizedAccuracy(index, wall: now.wall) else {
-                endStreaming(subscribers.keys[index], authorization(of: subscribers.keys[index], at: now.wall), into: &out)
+                endStreaming(subscribers[slot: index].id, authorization(of: subscribers[slot: index].id, at: now.wall), into: &out)
                 continue
             }
             guard ensureReport(accuracy, wall: now.wall), paced(index, accuracy, now: now) else { continue }
-            if !subscribers.values[index].pendingPolls.isEmpty {
+            if !subscribers[slot: index].pendingPolls.isEmpty {
                 dropPolls(index)
-                out.append(.pollReply(to: subscribers.keys[index], accuracy))
+                out.append(.pollReply(to: subscribers[slot: index].id, accuracy))
                 noteDelivery(index, accuracy, at: now, into: &out)
             }
-            if subscribers.values[index].watching { stream(index, accuracy, at: now, into: &out) }
+            if subscribers[slot: index].watching { stream(index, accuracy, at: now, into: &out) }
         }
     }
 
     /// The accuracy the client at `index` may see now (its cached authorization); nil when none.
-    private mutating func authorizedAccuracy(_ index: Dictionary<Int, Subscriber>.Index, wall: Double) -> AccuracyAuthorization? {
+    private mutating func authorizedAccuracy(_ index: Int, wall: Double) -> AccuracyAuthorization? {
         // Read in place: a copy of the cache would retain its state's strings for every client and fix.
-        if subscribers.values[index].cache.holds(generation: policy.generation, wall: wall) {
-            return subscribers.values[index].cache.accuracy
+        if subscribers[slot: index].cache.holds(generation: policy.generation, wall: wall) {
+            return subscribers[slot: index].cache.accuracy
         }
-        _ = authorization(of: subscribers.keys[index], at: wall)
-        return subscribers.values[index].cache.accuracy
+        _ = authorization(of: subscribers[slot: index].id, at: wall)
+        return subscribers[slot: index].cache.accuracy
     }
 
     /// Whether reduced-accuracy pacing lets the current report go to the client at `index` (full: always).
-    private func paced(_ index: Dictionary<Int, Subscriber>.Index, _ accuracy: AccuracyAuthorization, now: Moment) -> Bool {
+    private func paced(_ index: Int, _ accuracy: AccuracyAuthorization, now: Moment) -> Bool {
         accuracy == .full
-            || pacing.allows(subscribers.values[index].pacingKey, report: report.serial, now: now.monotonic, interval: reducedInterval)
+            || pacing.allows(subscribers[slot: index].pacingKey, report: report.serial, now: now.monotonic, interval: reducedInterval)
     }
 
     /// The current report to a streaming client, if its filters let it through. Reduced reports go out
     /// on the pacing cadence alone: a filter would hold a report back until the reduced position moved,
     /// and its time would then tell when the true position crossed a grid line.
-    private mutating func stream(_ index: Dictionary<Int, Subscriber>.Index, _ accuracy: AccuracyAuthorization, at now: Moment,
+    private mutating func stream(_ index: Int, _ accuracy: AccuracyAuthorization, at now: Moment,
                                  into out: inout [Delivery]) {
         if accuracy == .full {
-            guard subscribers.values[index].filter.admit(report.fullPosition, now: now.monotonic) else { return }
+            guard subscribers[slot: index].filter.admit(report.fullPosition, now: now.monotonic) else { return }
         }
-        if subscribers.values[index].toldFix == false { tellFix(index, true, into: &out) }
-        subscribers.values[index].toldFix = true
-        out.append(.report(to: subscribers.keys[index], accuracy))
+        if subscribers[slot: index].toldFix == false { tellFix(index, true, into: &out) }
+        subscribers[slot: index].toldFix = true
+        out.append(.report(to: subscribers[slot: index].id, accuracy))
         noteDelivery(index, accuracy, at: now, into: &out)
     }
 
     /// Paces reduced accuracy, and audits the first delivery under each authorization.
-    private mutating func noteDelivery(_ index: Dictionary<Int, Subscriber>.Index, _ accuracy: AccuracyAuthorization, at now: Moment,
+    private mutating func noteDelivery(_ index: Int, _ accuracy: AccuracyAuthorization, at now: Moment,
                                        into out: inout [Delivery]) {
         if accuracy == .reduced {
-            pacing.record(subscribers.values[index].pacingKey, report: report.serial, now: now.monotonic, interval: reducedInterval)
+            pacing.record(subscribers[slot: index].pacingKey, report: report.serial, now: now.monotonic, interval: reducedInterval)
         }
-        guard subscribers.values[index].cache.auditPending else { return }
-        subscribers.values[index].cache.auditPending = false
-        let state = authorization(of: subscribers.keys[index], at: now.wall)
-        let subscriber = subscribers.values[index]
+        guard subscribers[slot: index].cache.auditPending else { return }
+        subscribers[slot: index].cache.auditPending = false
+        let state = authorization(of: subscribers[slot: index].id, at: now.wall)
+        let subscriber = subscribers[slot: index]
         guard subscriber.auditedDelivery != state else { return }
-        subscribers.values[index].auditedDelivery = state
+        subscribers[slot: index].auditedDelivery = state
         out.append(.audit(AuditEvent(event: "delivery", identity: subscriber.identity, name: subscriber.displayName, request: nil,
                                      status: state.status.rawValue, accuracy: state.accuracy?.rawValue,
                                      reason: "first location under this grant")))
@@ -302,10 +297,10 @@ struct Publisher {
     /// The fix was lost: a full-accuracy client is told at once; a reduced one only once its next report
     /// is due — the moment a missing report would tell it as much — so that it learns nothing sooner than
     /// its paced reports would.
-    private mutating func tellFixLost(_ index: Dictionary<Int, Subscriber>.Index, at now: Moment, into out: inout [Delivery]) {
-        guard subscribers.values[index].toldFix != false else { return }
+    private mutating func tellFixLost(_ index: Int, at now: Moment, into out: inout [Delivery]) {
+        guard subscribers[slot: index].toldFix != false else { return }
         if authorizedAccuracy(index, wall: now.wall) == .reduced,
-           !pacing.isDue(subscribers.values[index].pacingKey, now: now.monotonic, interval: reducedInterval) {
+           !pacing.isDue(subscribers[slot: index].pacingKey, now: now.monotonic, interval: reducedInterval) {
             return
         }
         tellFix(index, false, into: &out)
@@ -319,10 +314,10 @@ struct Publisher {
     }
 
     /// STATE to the client at `index` when it differs from what it was last told.
-    private mutating func tellFix(_ index: Dictionary<Int, Subscriber>.Index, _ fix: Bool, into out: inout [Delivery]) {
-        guard subscribers.values[index].toldFix != fix else { return }
-        subscribers.values[index].toldFix = fix
-        out.append(.fixState(to: subscribers.keys[index], fix: fix))
+    private mutating func tellFix(_ index: Int, _ fix: Bool, into out: inout [Delivery]) {
+        guard subscribers[slot: index].toldFix != fix else { return }
+        subscribers[slot: index].toldFix = fix
+        out.append(.fixState(to: subscribers[slot: index].id, fix: fix))
     }
 
     /// Encodes the latest fix at `accuracy` unless it already is; false when there is nothing to send

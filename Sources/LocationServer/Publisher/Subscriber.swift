@@ -5,6 +5,8 @@ import LocationPolicy
 /// it is and what it was last told in its `profile`, boxed — so that a fan-out over 1000 clients walks a
 /// table of small values (a few cache lines each), not one of whole identities.
 struct Subscriber {
+    /// The client's id on its front.
+    let id: Int
     /// Streaming (WATCH enabled).
     var watching = false
     /// The last STATE told: nil before any, true with a fix, false without.
@@ -16,7 +18,8 @@ struct Subscriber {
     /// The rest; only the Publisher that holds this subscriber reaches it.
     let profile: SubscriberProfile
 
-    init(identity: ClientIdentity) {
+    init(id: Int, identity: ClientIdentity) {
+        self.id = id
         profile = SubscriberProfile(identity: identity)
     }
 
