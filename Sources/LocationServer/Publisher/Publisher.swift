@@ -79,8 +79,8 @@ struct Publisher {
         guard let slot = subscribers.slot(of: id) else {
             return AuthorizationState(status: .notDetermined, accuracy: nil, reason: "not connected")
         }
-        let profile = subscribers[slot: slot].profile
-        if subscribers[slot: slot].cache.holds(generation: policy.generation, wall: wall), let state = profile.cachedState { return state }
+        let profile = subscribers.entries[slot].profile
+        if subscribers.entries[slot].cache.holds(generation: policy.generation, wall: wall), let state = profile.cachedState { return state }
         let state = policy.state(profile.identity, profile.session, wall: wall)
         var until = policy.nextGrantExpiry(after: wall)
         if let once = profile.session.once, once.expires > wall { until = min(until, once.expires) }
@@ -192,10 +192,10 @@ struct Publisher {
 
     /// Drops every POLL the client at `index` has waiting.
     private mutating func dropPolls(_ index: Int) {
-        let count = subscribers[slot: index].pendingPolls.count
+        let count = subscribers.entries[index].pendingPolls.count
         guard count > 0 else { return }
         subscribers[slot: index].pendingPolls.removeAll()
-        countPolls(-count, of: subscribers[slot: index].identity.uid)
+        countPolls(-count, of: subscribers.entries[index].identity.uid)
     }
 
     private mutating func countPolls(_ change: Int, of uid: UInt32) {
@@ -227,40 +227,40 @@ struct Publisher {
     mutating func publish(_ fix: Fix, at now: Moment, into out: inout [Delivery]) {
         latest = fix
         guard fix.hasPosition else {
-            for index in subscribers.indices where subscribers[slot: index].watching { tellFixLost(index, at: now, into: &out) }
+            for index in subscribers.indices where subscribers.entries[index].watching { tellFixLost(index, at: now, into: &out) }
             return
         }
         report.next()
         for index in subscribers.indices {
-            guard subscribers[slot: index].wantsReports else { continue }
+            guard subscribers.entries[index].wantsReports else { continue }
             guard let accuracy = authorizedAccuracy(index, wall: now.wall) else {
-                endStreaming(subscribers[slot: index].id, authorization(of: subscribers[slot: index].id, at: now.wall), into: &out)
+                endStreaming(subscribers.entries[index].id, authorization(of: subscribers.entries[index].id, at: now.wall), into: &out)
                 continue
             }
             guard ensureReport(accuracy, wall: now.wall), paced(index, accuracy, now: now) else { continue }
-            if !subscribers[slot: index].pendingPolls.isEmpty {
+            if !subscribers.entries[index].pendingPolls.isEmpty {
                 dropPolls(index)
-                out.append(.pollReply(to: subscribers[slot: index].id, accuracy))
+                out.append(.pollReply(to: subscribers.entries[index].id, accuracy))
                 noteDelivery(index, accuracy, at: now, into: &out)
             }
-            if subscribers[slot: index].watching { stream(index, accuracy, at: now, into: &out) }
+            if subscribers.entries[index].watching { stream(index, accuracy, at: now, into: &out) }
         }
     }
 
     /// The accuracy the client at `index` may see now (its cached authorization); nil when none.
     private mutating func authorizedAccuracy(_ index: Int, wall: Double) -> AccuracyAuthorization? {
         // Read in place: a copy of the cache would retain its state's strings for every client and fix.
-        if subscribers[slot: index].cache.holds(generation: policy.generation, wall: wall) {
-            return subscribers[slot: index].cache.accuracy
+        if subscribers.entries[index].cache.holds(generation: policy.generation, wall: wall) {
+            return subscribers.entries[index].cache.accuracy
         }
-        _ = authorization(of: subscribers[slot: index].id, at: wall)
-        return subscribers[slot: index].cache.accuracy
+        _ = authorization(of: subscribers.entries[index].id, at: wall)
+        return subscribers.entries[index].cache.accuracy
     }
 
     /// Whether reduced-accuracy pacing lets the current report go to the client at `index` (full: always).
     private func paced(_ index: Int, _ accuracy: AccuracyAuthorization, now: Moment) -> Bool {
         accuracy == .full
-            || pacing.allows(subscribers[slot: index].pacingKey, report: report.serial, now: now.monotonic, interval: reducedInterval)
+            || pacing.allows(subscribers.entries[index].pacingKey, report: report.serial, now: now.monotonic, interval: reducedInterval)
     }
 
     /// The current report to a streaming client, if its filters let it through. Reduced reports go out
@@ -271,9 +271,9 @@ struct Publisher {
         if accuracy == .full {
             guard subscribers[slot: index].filter.admit(report.fullPosition, now: now.monotonic) else { return }
         }
-        if subscribers[slot: index].toldFix == false { tellFix(index, true, into: &out) }
+        if subscribers.entries[index].toldFix == false { tellFix(index, true, into: &out) }
         subscribers[slot: index].toldFix = true
-        out.append(.report(to: subscribers[slot: index].id, accuracy))
+        out.append(.report(to: subscribers.entries[index].id, accuracy))
         noteDelivery(index, accuracy, at: now, into: &out)
     }
 
@@ -281,12 +281,12 @@ struct Publisher {
     private mutating func noteDelivery(_ index: Int, _ accuracy: AccuracyAuthorization, at now: Moment,
                                        into out: inout [Delivery]) {
         if accuracy == .reduced {
-            pacing.record(subscribers[slot: index].pacingKey, report: report.serial, now: now.monotonic, interval: reducedInterval)
+            pacing.record(subscribers.entries[index].pacingKey, report: report.serial, now: now.monotonic, interval: reducedInterval)
         }
-        guard subscribers[slot: index].cache.auditPending else { return }
+        guard subscribers.entries[index].cache.auditPending else { return }
         subscribers[slot: index].cache.auditPending = false
-        let state = authorization(of: subscribers[slot: index].id, at: now.wall)
-        let subscriber = subscribers[slot: index]
+        let state = authorization(of: subscribers.entries[index].id, at: now.wall)
+        let subscriber = subscribers.entries[index]
         guard subscriber.auditedDelivery != state else { return }
         subscribers[slot: index].auditedDelivery = state
         out.append(.audit(AuditEvent(event: "delivery", identity: subscriber.identity, name: subscriber.displayName, request: nil,
@@ -298,9 +298,9 @@ struct Publisher {
     /// is due — the moment a missing report would tell it as much — so that it learns nothing sooner than
     /// its paced reports would.
     private mutating func tellFixLost(_ index: Int, at now: Moment, into out: inout [Delivery]) {
-        guard subscribers[slot: index].toldFix != false else { return }
+        guard subscribers.entries[index].toldFix != false else { return }
         if authorizedAccuracy(index, wall: now.wall) == .reduced,
-           !pacing.isDue(subscribers[slot: index].pacingKey, now: now.monotonic, interval: reducedInterval) {
+           !pacing.isDue(subscribers.entries[index].pacingKey, now: now.monotonic, interval: reducedInterval) {
             return
         }
         tellFix(index, false, into: &out)
@@ -315,9 +315,9 @@ struct Publisher {
 
     /// STATE to the client at `index` when it differs from what it was last told.
     private mutating func tellFix(_ index: Int, _ fix: Bool, into out: inout [Delivery]) {
-        guard subscribers[slot: index].toldFix != fix else { return }
+        guard subscribers.entries[index].toldFix != fix else { return }
         subscribers[slot: index].toldFix = fix
-        out.append(.fixState(to: subscribers[slot: index].id, fix: fix))
+        out.append(.fixState(to: subscribers.entries[index].id, fix: fix))
     }
 
     /// Encodes the latest fix at `accuracy` unless it already is; false when there is nothing to send

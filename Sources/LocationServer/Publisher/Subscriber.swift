@@ -75,15 +75,25 @@ final class SubscriberProfile {
 }
 
 /// A subscriber's filters (WATCH `minInterval`, `distanceFilter`) and what they measure from.
+///
+/// Its times are `Duration`s since `origin`, not `ContinuousClock.Instant`s: the instant's layout is
+/// known only at run time (the Concurrency library does not freeze it), and a struct holding one is
+/// copied and read through its metadata — which made the fan-out copy every subscriber whole to read
+/// one flag (seen in `perf record` and the disassembly of `Publisher.publish`).
 struct DeliveryFilter: Sendable {
     var minInterval: Duration = .zero
     /// Metres; 0: off.
     var distanceFilter = 0.0
-    var lastAt: ContinuousClock.Instant?
+    /// When a report last passed, since `origin` (continuous clock).
+    var lastAt: Duration?
     var lastPosition: Position?
 
+    /// The reading of the continuous clock that filters measure from.
+    static let origin = ContinuousClock.now
+
     /// Whether a report at `position` passes now; if it does, it counts as delivered.
-    mutating func admit(_ position: Position?, now: ContinuousClock.Instant) -> Bool {
+    mutating func admit(_ position: Position?, now instant: ContinuousClock.Instant) -> Bool {
+        let now = instant - Self.origin
         if let lastAt, now - lastAt < minInterval { return false }
         if distanceFilter > 0 {
             if let last = lastPosition, let position,
