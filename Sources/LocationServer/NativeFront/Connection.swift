@@ -15,7 +15,8 @@ struct Connection {
     var meter: RequestMeter
     /// Stuck-reader detection: what the peer has read of `output.totalSent`, and when it last read some.
     var peerRead = 0
-    var lastReadProgress: ContinuousClock.Instant
+    /// When (`ContinuousClock.Instant.sinceOrigin`: fixed layout, for the fan-out's sake).
+    var lastReadProgress: Duration
     var readSource: (any DispatchSourceRead)?
     var writeSource: (any DispatchSourceWrite)?
     /// The dialect: nil for the locationd protocol, the gpsd conversation for a client of the gpsd front.
@@ -28,8 +29,8 @@ struct Connection {
         self.identity = identity
         self.gpsd = gpsd ? GpsdSession() : nil
         self.speaksGpsd = gpsd
-        self.meter = RequestMeter(windowStart: now)
-        self.lastReadProgress = now
+        self.meter = RequestMeter(windowStart: now.sinceOrigin)
+        self.lastReadProgress = now.sinceOrigin
     }
 
     /// Log context: who this client is, and why (when given).
@@ -49,10 +50,10 @@ struct Connection {
         let read = output.totalSent - unreadInKernel
         if read > peerRead || (unreadInKernel == 0 && output.isEmpty) {
             peerRead = read
-            lastReadProgress = now
+            lastReadProgress = now.sinceOrigin
             return false
         }
-        return now - lastReadProgress >= timeout
+        return now.sinceOrigin - lastReadProgress >= timeout
     }
 
     /// Stops watching the socket and closes it once every source has finished cancelling.
@@ -70,7 +71,8 @@ struct Connection {
 
 /// What makes a client a flood, counted per one-second window.
 struct RequestMeter {
-    var windowStart: ContinuousClock.Instant
+    /// When the window began (`ContinuousClock.Instant.sinceOrigin`).
+    var windowStart: Duration
     var requests = 0
     var bytes = 0
     /// Bad requests over the connection's life.
@@ -78,6 +80,7 @@ struct RequestMeter {
 
     /// Starts a new window when a second has passed.
     mutating func tick(_ now: ContinuousClock.Instant) {
+        let now = now.sinceOrigin
         guard now - windowStart >= .seconds(1) else { return }
         windowStart = now
         requests = 0

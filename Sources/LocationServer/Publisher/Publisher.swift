@@ -28,9 +28,14 @@ struct Publisher {
     /// The most POLLs one user may have waiting across its connections.
     static let maximumPendingPollsPerUser = 64
 
+    /// How often reduced accuracy may be reported (the rules' `reduced-interval`), converted once: a
+    /// `Duration` made from a `Double` costs 128-bit arithmetic, and pacing reads it per client and fix.
+    private var reducedInterval: Duration
+
     init(policy: PolicyState, fudger: LocationFudger) {
         self.policy = policy
         self.fudger = fudger
+        reducedInterval = .seconds(policy.rules.defaults.reducedInterval)
     }
 
     // MARK: - Clients
@@ -66,6 +71,7 @@ struct Publisher {
     mutating func replaceRules(_ rules: PolicyRules, fudger newFudger: LocationFudger?, at wall: Double) -> [Delivery] {
         if let newFudger { fudger = newFudger }
         policy.replaceRules(rules)
+        reducedInterval = .seconds(rules.defaults.reducedInterval)
         return reevaluateAll(because: nil, at: wall)
     }
 
@@ -342,7 +348,6 @@ struct Publisher {
         return !report.reduced.isEmpty
     }
 
-    private var reducedInterval: Duration { .seconds(policy.rules.defaults.reducedInterval) }
 }
 
 /// The current report, encoded at most once per accuracy.

@@ -74,26 +74,19 @@ final class SubscriberProfile {
     }
 }
 
-/// A subscriber's filters (WATCH `minInterval`, `distanceFilter`) and what they measure from.
-///
-/// Its times are `Duration`s since `origin`, not `ContinuousClock.Instant`s: the instant's layout is
-/// known only at run time (the Concurrency library does not freeze it), and a struct holding one is
-/// copied and read through its metadata — which made the fan-out copy every subscriber whole to read
-/// one flag (seen in `perf record` and the disassembly of `Publisher.publish`).
+/// A subscriber's filters (WATCH `minInterval`, `distanceFilter`) and what they measure from. Its time is
+/// kept as `sinceOrigin` (fixed layout, see there).
 struct DeliveryFilter: Sendable {
     var minInterval: Duration = .zero
     /// Metres; 0: off.
     var distanceFilter = 0.0
-    /// When a report last passed, since `origin` (continuous clock).
+    /// When a report last passed (`ContinuousClock.Instant.sinceOrigin`).
     var lastAt: Duration?
     var lastPosition: Position?
 
-    /// The reading of the continuous clock that filters measure from.
-    static let origin = ContinuousClock.now
-
     /// Whether a report at `position` passes now; if it does, it counts as delivered.
     mutating func admit(_ position: Position?, now instant: ContinuousClock.Instant) -> Bool {
-        let now = instant - Self.origin
+        let now = instant.sinceOrigin
         if let lastAt, now - lastAt < minInterval { return false }
         if distanceFilter > 0 {
             if let last = lastPosition, let position,
