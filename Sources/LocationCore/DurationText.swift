@@ -38,4 +38,17 @@ public enum DurationText {
         guard total.isFinite, total < 1e15 else { return nil }
         return .seconds(total)
     }
+
+    /// A duration as messages and logs write it: "2 s", "0.5 s".
+    public static func seconds(_ d: Duration) -> String {
+        let s = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+        return s == s.rounded() ? "\(Int(s)) s" : "\(s) s"
+    }
+
+    /// Whole seconds as messages write a longer wait: "40 s", "12 min 3 s", "1 h 0 min 5 s".
+    public static func minutesAndSeconds(_ seconds: Int) -> String {
+        let (h, m, s) = (seconds / 3600, seconds / 60 % 60, seconds % 60)
+        if h > 0 { return "\(h) h \(m) min \(s) s" }
+        return m > 0 ? "\(m) min \(s) s" : "\(s) s"
+    }
 }

@@ -1,3 +1,4 @@
+import LocationCore
 import LocationPolicy
 import LocationWire
 
@@ -175,7 +176,7 @@ extension ServerState {
     mutating func askTimedOut(_ ask: Int, at now: Moment) {
         guard let pending = broker.take(ask) else { return }
         let timeout = publisher.policy.rules.defaults.askTimeout
-        let reason = "no answer from an agent within \(Self.seconds(.seconds(timeout)))"
+        let reason = "no answer from an agent within \(DurationText.seconds(.seconds(timeout)))"
         for client in pending.clients {
             audit("decision", client, request: pending.request, status: AuthorizationStatus.denied.rawValue, accuracy: nil,
                   reason: reason, at: now.wall)

@@ -86,7 +86,7 @@ extension ServerState {
             let wait = publisher.reducedReportDue(of: id, at: now)
             if wait > timeout {
                 let seconds = Int(wait.components.seconds) + (wait.components.attoseconds > 0 ? 1 : 0)
-                let message = "reduced accuracy: the next report is due in \(Self.minutesAndSeconds(seconds))"
+                let message = "reduced accuracy: the next report is due in \(DurationText.minutesAndSeconds(seconds))"
                 send(id, ServerMessage.error(.init(request: "POLL", message: message, nextReportIn: Double(seconds))).encoded())
                 return
             }
@@ -134,13 +134,6 @@ extension ServerState {
         case .ask(let question):
             ask(id, question, request: name, at: now)
         }
-    }
-
-    /// "12 min 3 s", "1 h 0 min 5 s", "40 s".
-    static func minutesAndSeconds(_ seconds: Int) -> String {
-        let (h, m, s) = (seconds / 3600, seconds / 60 % 60, seconds % 60)
-        if h > 0 { return "\(h) h \(m) min \(s) s" }
-        return m > 0 ? "\(m) min \(s) s" : "\(s) s"
     }
 
     /// Tells a client its authorization (always, as the answer to its request).

@@ -347,7 +347,7 @@ struct ServerState {
         switch event {
         case let .pollTimeout(id, poll, after):
             if publisher.expirePoll(poll, of: id) {
-                send(id, ServerMessage.error(request: "POLL", message: "no fix within \(Self.seconds(after))"))
+                send(id, ServerMessage.error(request: "POLL", message: "no fix within \(DurationText.seconds(after))"))
             }
         case .askTimeout(let ask):
             askTimedOut(ask, at: now)
@@ -385,7 +385,7 @@ struct ServerState {
         for index in connections.indices where connections.values[index].isStuck(now: now, timeout: limits.clientTimeout) {
             stuck.append(connections.keys[index])
         }
-        for id in stuck.sorted() { refuse(id, "read nothing for \(Self.seconds(limits.clientTimeout)) while messages waited") }
+        for id in stuck.sorted() { refuse(id, "read nothing for \(DurationText.seconds(limits.clientTimeout)) while messages waited") }
         sweeping = false
         armSweep()
     }
@@ -394,11 +394,5 @@ struct ServerState {
         guard !sweeping, !connections.isEmpty else { return }
         sweeping = true
         effects.append(.schedule(.sweep, after: min(.seconds(1), limits.clientTimeout / 4)))
-    }
-
-    /// "2 s", "0.5 s".
-    static func seconds(_ d: Duration) -> String {
-        let s = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
-        return s == s.rounded() ? "\(Int(s)) s" : "\(s) s"
     }
 }
