@@ -132,6 +132,11 @@ public struct DaemonConfiguration: Sendable {
                 for e in sorted where !ReceiverConfiguration.keys.contains(e.key) {
                     throw fail(e, "unknown key in [receiver \(name)]")
                 }
+                if let type = values["type"]?.value, let allowed = ReceiverConfiguration.keys(forType: type) {
+                    for e in sorted where !allowed.contains(e.key) {
+                        throw fail(e, "not a key of a \(type) receiver (it takes \(allowed.sorted().joined(separator: ", ")))")
+                    }
+                }
                 do {
                     receivers.append(try ReceiverConfiguration(name: name) { key in
                         values[key].map { (value: $0.value, line: $0.line) }

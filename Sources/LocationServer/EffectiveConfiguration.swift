@@ -20,7 +20,9 @@ extension DaemonConfiguration {
             }
             s += "priority = \(r.priority)\n"
             s += "stale-after = \(r.staleAfter.map { "\(Self.number($0.inSeconds))s" } ?? "auto")\n"
-            s += "allow-missing-checksum = \(r.allowMissingChecksum ? "yes" : "no")\n"
+            if case .gpsd = r.source {} else {
+                s += "allow-missing-checksum = \(r.allowMissingChecksum ? "yes" : "no")\n"
+            }
         }
         s += "\n[policy]\naccess = \(policy.access.rawValue)\naccuracy = \(policy.accuracy.rawValue)\n"
         s += "once-lifetime = \(Self.number(policy.onceLifetime))s\nask-timeout = \(Self.number(policy.askTimeout))s\n"

@@ -56,6 +56,18 @@ extension ReceiverConfiguration {
     public static let keys: Set<String> = ["type", "path", "speed", "server", "device", "file", "rate", "loop",
                                            "priority", "stale-after", "allow-missing-checksum"]
 
+    /// The keys a receiver of `type` reads (nil: not a type): any other key in its section would be
+    /// silently ignored, so the loader refuses it (e.g. `speed` under `type = gpsd`, where gpsd sets it).
+    public static func keys(forType type: String) -> Set<String>? {
+        let common: Set<String> = ["type", "priority", "stale-after"]
+        switch type {
+        case "serial": return common.union(["path", "speed", "allow-missing-checksum"])
+        case "gpsd": return common.union(["server", "device"])
+        case "replay": return common.union(["file", "rate", "loop", "allow-missing-checksum"])
+        default: return nil
+        }
+    }
+
     /// Builds a receiver from a section's key/value pairs.
     /// - Parameters:
     ///   - name: the section's NAME.

@@ -126,6 +126,10 @@ struct ConfigurationTests {
         ("[receiver gnss0]\ntype = serial\nspeed = 4800\n", 2, "path", "required"),
         ("[receiver gnss0]\ntype = serial\npath = /dev/ttyS0\nspeed = 4801\n", 4, "speed", "is not"),
         ("[receiver x]\ntype = usb\n", 2, "type", "is not"),
+        // A key of another receiver type would be ignored without a word: gpsd sets the speed itself.
+        ("[receiver g]\ntype = gpsd\nspeed = 9600\n", 3, "speed", "not a key of a gpsd receiver"),
+        ("[receiver r]\ntype = replay\nfile = /x.log\npath = /dev/ttyS0\n", 4, "path", "not a key of a replay receiver"),
+        ("[receiver s]\ntype = serial\npath = /dev/ttyS0\nloop = yes\n", 4, "loop", "not a key of a serial receiver"),
         ("[policy]\naccess = sometimes\n", 2, "access", "is not"),
         ("[policy]\nreduced-interval = soon\n", 2, "reduced-interval", "is not"),
         ("[client a]\nexecutable = bin/relative\naccess = always\n", 2, "executable", "absolute"),
