@@ -112,6 +112,14 @@ public enum FileDescriptorOps {
         }
     }
 
+    /// realpath(3): `path` absolute, with every symbolic link resolved, as the kernel names a running
+    /// program's executable (`/proc/PID/exe`); nil when it does not exist or cannot be resolved.
+    public static func resolvedPath(_ path: String) -> String? {
+        guard let resolved = Glibc.realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
     /// poll(2) on one descriptor. Returns its `revents` (0 when `timeout` passed first).
     /// - Parameters: `timeoutMilliseconds`: -1 waits forever, 0 does not wait.
     public static func poll(_ fd: Int32, events: Int16, timeoutMilliseconds: Int32) -> Result<Int16, Errno> {

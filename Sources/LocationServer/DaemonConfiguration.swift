@@ -182,7 +182,9 @@ public struct DaemonConfiguration: Sendable {
                     switch e.key {
                     case "executable":
                         guard e.value.hasPrefix("/") else { throw fail(e, "'\(e.value)' is not an absolute path") }
-                        rule.executable = e.value
+                        // The kernel names a client's executable with its links resolved: a rule for
+                        // /usr/bin/python3 (a link to python3.11) would otherwise match nothing.
+                        rule.executable = FileDescriptorOps.resolvedPath(e.value) ?? e.value
                     case "user": rule.user = e.value
                     case "group": rule.group = e.value
                     case "unit": rule.unit = e.value

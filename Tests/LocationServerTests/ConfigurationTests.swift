@@ -119,6 +119,22 @@ struct ConfigurationTests {
         #expect(rule.purposes == ["TurnByTurn": "Turn-by-turn directions need your exact position."])
     }
 
+    @Test("an executable given through a symbolic link matches the file the kernel names")
+    func executableLinkResolved() throws {
+        // The kernel's name for this test process's executable, and a link to it.
+        guard case .success(let kernelName) = FileDescriptorOps.readLink("/proc/self/exe") else {
+            Issue.record("no /proc/self/exe")
+            return
+        }
+        let dir = Self.directory([:])
+        #expect(symlink(kernelName, dir + "/app") == 0)
+        let c = try Self.load("[client app]\nexecutable = \(dir)/app\naccess = always\n")
+        #expect(c.clients.first?.executable == kernelName)
+        // A path that does not exist (yet) is kept as written.
+        let missing = try Self.load("[client later]\nexecutable = /opt/not-installed/app\naccess = always\n")
+        #expect(missing.clients.first?.executable == "/opt/not-installed/app")
+    }
+
     @Test("each error names the file, the line and the key", arguments: [
         ("[daemon]\nsocket = /a\nfrobnicate = 1\n", 3, "frobnicate", "unknown key"),
         ("[daemon]\nlog-level = loud\n", 2, "log-level", "is not"),
