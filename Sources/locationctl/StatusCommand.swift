@@ -46,7 +46,9 @@ enum StatusCommand {
         case .noFix?: mode = "no fix"
         case .twoDimensional?: mode = "2D"
         case .threeDimensional?: mode = "3D"
-        case nil: mode = "- (not authorized)"
+        // Absent for a client that may not see the location, and for a reduced one before its first
+        // paced message (docs/PROTOCOL.md "STATUS").
+        case nil: mode = "- (not shown to this client)"
         }
         var text = "fix: \(mode)   clients: \(status.clients)"
         if let release { text += "   locationd \(release)" }
