@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import LocationPolicy
 import LocationPosix
 import LocationWire
 import Synchronization
@@ -9,12 +10,35 @@ import Synchronization
 /// journald files it at the right level, with `key=value` context (`client.uid=1000 client.exe=/usr/bin/foo`).
 public final class Log: Sendable {
     public let level: Mutex<LogLevel>
+    /// Lines a client causes (connected, closed, refused), counted per user and message: one user's
+    /// connection flood must not fill the journal, nor run journald's per-service rate limit dry so that
+    /// the daemon's other lines are dropped (`ClientLines`).
+    private let clientLines = Mutex(AuditBudget(perWindow: Log.clientLinesPerMinute))
+
+    /// Lines of one message one user may cause per minute; the rest are counted, and the next line of
+    /// that user and message says how many were left out (`suppressed=N`).
+    public static let clientLinesPerMinute = 30
 
     public init(level: LogLevel) { self.level = Mutex(level) }
 
     /// Writes `message` with `context` when `severity` is at or above the configured level.
     public func log(_ severity: LogLevel, _ message: String, _ context: KeyValuePairs<String, String> = [:]) {
         guard severity <= level.withLock({ $0 }) else { return }
+        write(severity, message, context.map { ($0.key, $0.value) })
+    }
+
+    /// Writes a line a client caused, within `clientLinesPerMinute` per user (`uid`; nil: a peer that could
+    /// not be identified, all counted together) and message.
+    public func client(_ severity: LogLevel, _ message: String, uid: UInt32?, _ context: KeyValuePairs<String, String> = [:]) {
+        guard severity <= level.withLock({ $0 }) else { return }
+        let admission = clientLines.withLock { $0.admit(uid: uid ?? .max, kind: message, now: .now) }
+        guard case .record(let omitted) = admission else { return }
+        var pairs = context.map { ($0.key, $0.value) }
+        if omitted > 0 { pairs.append(("suppressed", String(omitted))) }
+        write(severity, message, pairs)
+    }
+
+    private func write(_ severity: LogLevel, _ message: String, _ context: [(String, String)]) {
         var line = "<\(severity.rawValue)>\(message)"
         for (k, v) in context {
             line += " \(k)="

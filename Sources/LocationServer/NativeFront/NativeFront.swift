@@ -225,7 +225,7 @@ public final class NativeFront: Sendable {
         do {
             identity = try ClientIdentity.ofTCPPeer(socket: fd)
         } catch {
-            log.warning("gpsd client refused: not identified", ["reason": error.description])
+            log.client(.warning, "gpsd client refused: not identified", uid: nil, ["reason": error.description])
             FileDescriptorOps.close(fd)
             return
         }
@@ -243,11 +243,11 @@ public final class NativeFront: Sendable {
             if error == .noSuchProcess {
                 // The program that connected is gone (it exited, leaving the socket to another process,
                 // e.g. a child): nobody can be identified, so nobody is served.
-                log.warning("client refused: the connecting process exited before it was identified")
+                log.client(.warning, "client refused: the connecting process exited before it was identified", uid: nil)
                 let refusal = ServerMessage.error(request: "?", message: "the connecting process exited before it could be identified")
                 _ = refusal.withUnsafeBytes { sendNoSignal(fd, $0) }
             } else {
-                log.warning("client refused: no peer credentials", ["errno": error.description])
+                log.client(.warning, "client refused: no peer credentials", uid: nil, ["errno": error.description])
             }
             FileDescriptorOps.close(fd)
             return

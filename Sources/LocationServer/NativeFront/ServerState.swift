@@ -88,13 +88,13 @@ struct ServerState {
             if gpsd { GpsdResponses.appendError(why, to: &refusal) } else { refusal = ServerMessage.error(request: "?", message: why) }
             _ = try? connection.output.send(refusal, isLocation: false, on: fd)
             connection.closeSocket()
-            context.log.warning("client refused", connection.context(id, reason: why))
+            context.log.client(.warning, "client refused", uid: identity.uid, connection.context(id, reason: why))
             return nil
         }
         connections[id] = connection
         connectionsPerUser[identity.uid, default: 0] += 1
         publisher.connect(id, identity: identity)
-        context.log.info("client connected", connection.context(id))
+        context.log.client(.info, "client connected", uid: identity.uid, connection.context(id))
         effects.append(.watchReadable(id))
         armSweep()
         if gpsd {
@@ -150,7 +150,8 @@ struct ServerState {
         for ask in broker.remove(id) { closeQuestion(ask.id, "withdrawn", by: "client disconnected") }
         connection.closeSocket()
         let coalesced = connection.output.coalesced
-        context.log.info("client closed", connection.context(id, reason: why + (coalesced > 0 ? " (\(coalesced) stale reports coalesced)" : "")))
+        context.log.client(.info, "client closed", uid: uid,
+                           connection.context(id, reason: why + (coalesced > 0 ? " (\(coalesced) stale reports coalesced)" : "")))
     }
 
     /// Tells the client why, and closes it.

@@ -1,0 +1,43 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import LocationServer
+import Testing
+
+/// A connection flood must not flood the journal: journald drops a service's lines beyond its rate
+/// limit (10000 per 30 s by default, journald.conf(5) RateLimitBurst), and with them the daemon's own
+/// lines about everyone else.
+@Suite("Log lines a client causes are bounded per user", .serialized)
+struct LogFloodTests {
+    typealias E2E = PolicyEndToEndTests
+
+    /// Connects to argv[1] and hangs up, argv[2] times, one after another.
+    static let connectLoop = """
+        import socket, sys
+        for i in range(int(sys.argv[2])):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(sys.argv[1])
+            s.recv(4096)
+            s.close()
+        print("done")
+        """
+
+    @Test("300 connections of one user log at most 30 'client connected' lines; root's still appear")
+    func connectFlood() throws {
+        let daemon = try DaemonProcess(config: E2E.config(policy: "access = ask", clients: E2E.rootSeesAll))
+        let directory = String(daemon.socketPath[..<daemon.socketPath.lastIndex(of: "/")!])
+        chmod(directory, 0o755)
+        let flood = try E2E.start(["setpriv", "--reuid=1", "--regid=1", "--clear-groups", "/usr/bin/python3", "-c",
+                                   Self.connectLoop, daemon.socketPath, "300"], in: directory)
+        #expect(E2E.finish(flood).stdout.contains("done"))
+        let root = try RawClient(daemon.socketPath)
+        #expect(root.message("VERSION") != nil)
+        usleep(300_000)
+        let lines = daemon.log.split(separator: "\n")
+        let connected = lines.filter { $0.contains("client connected") && $0.contains("client.uid=1 ") }
+        let closed = lines.filter { $0.contains("client closed") && $0.contains("client.uid=1 ") }
+        #expect(connected.count == Log.clientLinesPerMinute, "\(connected.count) lines")
+        #expect(closed.count == Log.clientLinesPerMinute, "\(closed.count) lines")
+        #expect(lines.contains { $0.contains("client connected") && $0.contains("client.uid=0 ") }, "root's connection is logged")
+    }
+}
