@@ -61,6 +61,28 @@ struct PublisherTests {
         deliveries.compactMap { if case let .report(id, accuracy) = $0 { return (id, accuracy) } else { return nil } }
     }
 
+    @Test("clients leaving mid-stream: the rest keep their own reports and state (the table moves the last client into a freed slot)",
+          arguments: [[2], [4], [1, 3], [1, 2, 3, 4]])
+    func leavingMidStream(leaving: [Int]) {
+        var p = Self.publisher()
+        for id in 1...4 { _ = Self.watch(&p, id, id == 3 ? Self.weather : Self.navit, at: Self.moment(0)) }
+        var out: [Delivery] = []
+        p.publish(Self.positioned[0], at: Self.moment(1), into: &out)
+        for id in leaving { p.disconnect(id) }
+        _ = Self.watch(&p, 5, Self.navit, at: Self.moment(1.5))
+        out.removeAll()
+        p.publish(Self.positioned[1], at: Self.moment(2), into: &out)
+        let staying = Set(1...4).subtracting(leaving)
+        // navit (full) gets every fix; weather (reduced, id 3) had its one report per interval already.
+        let expected = Set(staying.filter { $0 != 3 } + [5])
+        #expect(Set(Self.reports(out).map(\.id)) == expected)
+        #expect(Self.reports(out).allSatisfy { $0.accuracy == .full })
+        #expect(Self.reports(out).count == expected.count, "one report each")
+        #expect(p.subscribers.count == staying.count + 1)
+        for id in staying.union([5]) { #expect(p.subscribers[id]?.id == id) }
+        for id in leaving { #expect(p.subscribers[id] == nil) }
+    }
+
     @Test("the capture has fixes without and with a position")
     func capture() {
         #expect(Self.fixes.count > 60)
