@@ -23,12 +23,18 @@ TMPFILESDIR ?= $(LIBDIR)/tmpfiles.d
 UDEVRULESDIR ?= $(LIBDIR)/udev/rules.d
 
 SWIFT ?= swift
-SWIFTFLAGS ?=
+# The Swift standard library, runtime and libdispatch linked into the binaries, so that they run on a
+# machine without a Swift toolchain: `ldd` lists only Debian's libraries (libc, libgps, libinih,
+# libsystemd, libstdc++, libgcc_s), and no RUNPATH points into the build tree.
+# Linked with -z now (full RELRO: the GOT read-only after start-up).
+SWIFTFLAGS ?= --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker now
 # Where the release binaries are (evaluated only when not given).
 BUILD_BIN ?= $(shell $(SWIFT) build -c release $(SWIFTFLAGS) --show-bin-path)
 
 INSTALL ?= install
-INSTALL_PROGRAM ?= $(INSTALL) -m 0755
+# Binaries are installed stripped; debian/rules empties this and lets dh_strip do it.
+INSTALL_STRIP ?= -s
+INSTALL_PROGRAM ?= $(INSTALL) -m 0755 $(INSTALL_STRIP)
 INSTALL_DATA ?= $(INSTALL) -m 0644
 
 .PHONY: all build install uninstall
