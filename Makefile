@@ -4,6 +4,7 @@
 #   sudo make install                     install under /usr/local (config in /etc/locationd)
 #   make install PREFIX=/usr DESTDIR=/tmp/stage   stage a package tree
 #   sudo make uninstall                   remove what install put there (not the configuration)
+#   make deb                              build locationd_VERSION_ARCH.deb here (debian/, debhelper)
 #
 # Installs: locationd and locationctl; the systemd units, sysusers.d and tmpfiles.d entries and the
 # udev rule; /etc/locationd/locationd.conf (kept when it exists) and conf.d/; the demo capture; the man
@@ -37,7 +38,7 @@ INSTALL_STRIP ?= -s
 INSTALL_PROGRAM ?= $(INSTALL) -m 0755 $(INSTALL_STRIP)
 INSTALL_DATA ?= $(INSTALL) -m 0644
 
-.PHONY: all build install uninstall
+.PHONY: all build install uninstall deb
 
 all: build
 
@@ -92,3 +93,16 @@ uninstall:
 		$(DESTDIR)$(MANDIR)/man8/locationd.8
 	-rmdir $(DESTDIR)$(DATADIR)/locationd
 	@echo "kept $(DESTDIR)$(SYSCONFDIR)/locationd and /var/lib/locationd"
+
+# The Debian package, built with debhelper from debian/ (debian/rules calls `make build` and
+# `make install`). Its version is debian/changelog's, which must be the daemon's own.
+deb:
+	@changelog=$$(dpkg-parsechangelog -S Version); \
+	release=$$(sed -n 's/^public let locationdRelease = "\(.*\)"$$/\1/p' Sources/LocationServer/Daemon.swift); \
+	if [ "$$changelog" != "$$release" ]; then \
+		echo "debian/changelog is at $$changelog but locationd --version says $$release: add a changelog entry (dch -v $$release)"; \
+		exit 1; \
+	fi
+	debian/rules clean
+	debian/rules binary
+	@ls -l locationd_$$(dpkg-parsechangelog -S Version)_$$(dpkg --print-architecture).deb
