@@ -4,6 +4,7 @@
 #   sudo make install                     install under /usr/local (config in /etc/locationd)
 #   make install PREFIX=/usr DESTDIR=/tmp/stage   stage a package tree
 #   sudo make uninstall                   remove what install put there (not the configuration)
+#   make deb                              build locationd_VERSION_ARCH.deb here (debian/, debhelper)
 #
 # Installs: locationd and locationctl; the systemd units, sysusers.d and tmpfiles.d entries and the
 # udev rule; /etc/locationd/locationd.conf (kept when it exists) and conf.d/; the demo capture; the man
@@ -23,15 +24,21 @@ TMPFILESDIR ?= $(LIBDIR)/tmpfiles.d
 UDEVRULESDIR ?= $(LIBDIR)/udev/rules.d
 
 SWIFT ?= swift
-SWIFTFLAGS ?=
+# The Swift standard library, runtime and libdispatch linked into the binaries, so that they run on a
+# machine without a Swift toolchain: `ldd` lists only Debian's libraries (libc, libgps, libinih,
+# libsystemd, libstdc++, libgcc_s), and no RUNPATH points into the build tree.
+# Linked with -z now (full RELRO: the GOT read-only after start-up).
+SWIFTFLAGS ?= --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker now
 # Where the release binaries are (evaluated only when not given).
 BUILD_BIN ?= $(shell $(SWIFT) build -c release $(SWIFTFLAGS) --show-bin-path)
 
 INSTALL ?= install
-INSTALL_PROGRAM ?= $(INSTALL) -m 0755
+# Binaries are installed stripped; debian/rules empties this and lets dh_strip do it.
+INSTALL_STRIP ?= -s
+INSTALL_PROGRAM ?= $(INSTALL) -m 0755 $(INSTALL_STRIP)
 INSTALL_DATA ?= $(INSTALL) -m 0644
 
-.PHONY: all build install uninstall
+.PHONY: all build install uninstall deb
 
 all: build
 
@@ -86,3 +93,16 @@ uninstall:
 		$(DESTDIR)$(MANDIR)/man8/locationd.8
 	-rmdir $(DESTDIR)$(DATADIR)/locationd
 	@echo "kept $(DESTDIR)$(SYSCONFDIR)/locationd and /var/lib/locationd"
+
+# The Debian package, built with debhelper from debian/ (debian/rules calls `make build` and
+# `make install`). Its version is debian/changelog's, which must be the daemon's own.
+deb:
+	@changelog=$$(dpkg-parsechangelog -S Version); \
+	release=$$(sed -n 's/^public let locationdRelease = "\(.*\)"$$/\1/p' Sources/LocationServer/Daemon.swift); \
+	if [ "$$changelog" != "$$release" ]; then \
+		echo "debian/changelog is at $$changelog but locationd --version says $$release: add a changelog entry (dch -v $$release)"; \
+		exit 1; \
+	fi
+	debian/rules clean
+	debian/rules binary
+	@ls -l locationd_$$(dpkg-parsechangelog -S Version)_$$(dpkg --print-architecture).deb

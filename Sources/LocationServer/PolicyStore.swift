@@ -16,7 +16,8 @@ public final class PolicyStore: Sendable {
     public let grantsPath: String
     let directory: String
     let log: Log
-    private let queue = DispatchQueue(label: "locationd.policy-store", qos: .utility)
+    /// The default QoS, as every queue of the daemon (NativeFront.queue says why).
+    private let queue = DispatchQueue(label: "locationd.policy-store")
     /// Sound as `@unchecked Sendable`: both are touched only on `queue` (after `init`).
     private let files: Files
 

@@ -377,5 +377,6 @@ func renderTable(_ rows: [[String]], rightAligned: Set<Int> = []) -> String {
 /// Runs `body` on a thread of its own (a Dispatch worker: the blocking read of standard input must not
 /// hold one of Swift concurrency's few threads; Dispatch starts another worker for other work).
 func startThread(_ body: @escaping @Sendable () -> Void) {
-    DispatchQueue.global(qos: .userInitiated).async(execute: body)
+    // The default QoS: above it libdispatch asks for a negative nice, which users may not have.
+    DispatchQueue.global().async(execute: body)
 }

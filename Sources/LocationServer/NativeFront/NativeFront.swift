@@ -53,10 +53,14 @@ public final class NativeFront: Sendable {
     /// The gpsd front's TCP listeners (`gpsd-listen`); empty: no gpsd front.
     public let gpsdListeners: [TCPListener]
     private let state: Mutex<ServerState>
-    /// Socket events and timers.
-    private let queue = DispatchQueue(label: "locationd.server", qos: .userInteractive)
+    /// Socket events and timers. Every queue of the daemon has the default QoS: on Linux libdispatch
+    /// gives each worker thread its queue's QoS as a nice value with setpriority(2), and an
+    /// unprivileged daemon may not lower a nice value, neither below 0 (userInitiated -2,
+    /// userInteractive -4) nor back to 0 in a thread that inherited +2 from a utility worker; each
+    /// refusal logged "Failed to set thread priority for worker thread" (systemd/locationd.service).
+    private let queue = DispatchQueue(label: "locationd.server")
     /// Identifying new clients (reads /proc/PID, the user and group databases).
-    private let identityQueue = DispatchQueue(label: "locationd.identity", qos: .userInitiated)
+    private let identityQueue = DispatchQueue(label: "locationd.identity")
     private let store: PolicyStore
     private let log: Log
 
