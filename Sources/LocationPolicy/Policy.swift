@@ -4,11 +4,14 @@ public struct AuthorizationState: Hashable, Sendable {
     /// The accuracy it may see; nil unless authorized.
     public var accuracy: AccuracyAuthorization?
     public var reason: String
+    /// True when the status is a one-time grant that a standing approval gave (`AUTHORIZATION.standing`).
+    public var standing: Bool
 
-    public init(status: AuthorizationStatus, accuracy: AccuracyAuthorization?, reason: String) {
+    public init(status: AuthorizationStatus, accuracy: AccuracyAuthorization?, reason: String, standing: Bool = false) {
         self.status = status
         self.accuracy = accuracy
         self.reason = reason
+        self.standing = standing
     }
 }
 
@@ -40,9 +43,13 @@ public struct AgentQuestion: Hashable, Sendable {
     }
 }
 
-/// An agent's answer (allow once / allow always / deny, optionally lowering the accuracy).
+/// An agent's answer (allow once / allow once and from now on without asking / allow always / deny,
+/// optionally lowering the accuracy).
 public enum AgentAnswer: Hashable, Sendable {
     case allowOnce(AccuracyAuthorization?)
+    /// Allow once, and give the program's later connections one-time grants without asking (a standing
+    /// approval, CoreLocationUI's `LocationButton` once confirmed).
+    case allowOnceStanding(AccuracyAuthorization?)
     case allowAlways(AccuracyAuthorization?)
     case deny
 }
@@ -51,8 +58,8 @@ public enum AgentAnswer: Hashable, Sendable {
 public enum PolicyDecision: Hashable, Sendable {
     /// Nothing to change: the client already has this (or a rule grants it).
     case authorized(AuthorizationState)
-    /// Grant a one-time grant for this connection (`once` rule, or an administrator's pre-approval,
-    /// whose index in `GrantSet.preapprovals` is to be used up).
+    /// Grant a one-time grant for this connection (`once` rule, or a pre-approval: its index in
+    /// `GrantSet.preapprovals`, to be used up unless it is a standing approval).
     case grantOnce(AccuracyAuthorization, usingPreapproval: Int?)
     /// Ask an agent.
     case ask(AgentQuestion)
@@ -68,6 +75,14 @@ public struct AnswerOutcome: Hashable, Sendable {
     public var session: SessionAuthorization
     /// A decision to store persistently, if any.
     public var store: PersistentGrant?
+    /// A standing approval to store, if any (it replaces the subject's stored decisions).
+    public var standing: Preapproval?
+
+    public init(session: SessionAuthorization, store: PersistentGrant? = nil, standing: Preapproval? = nil) {
+        self.session = session
+        self.store = store
+        self.standing = standing
+    }
 }
 
 /// Core Location's authorization model as a pure function of identity, request, rules, grants and time.
@@ -87,7 +102,8 @@ public enum Policy {
         var result: AuthorizationState
         if let once = session.once, now < once.expires {
             result = AuthorizationState(status: .authorizedOnce, accuracy: min(once.accuracy, rule.accuracy),
-                                        reason: "one-time grant for this connection")
+                                        reason: once.standing ? "one-time grant for this connection, from a standing approval"
+                                            : "one-time grant for this connection", standing: once.standing)
         } else if let stored = grants.persistent(for: identity, at: now) {
             if !stored.allowed {
                 return AuthorizationState(status: .denied, accuracy: nil, reason: "denied by \(stored.decidedBy)")
@@ -164,7 +180,7 @@ public enum Policy {
     }
 
     /// Applies an agent's answer to a question about `identity`. A decision to remember ("allow
-    /// always", "deny") is stored for the client's user and program together
+    /// always", "deny", a standing approval) is stored for the client's user and program together
     /// (`GrantSubject.decision(for:)`), so it never decides for another user's clients.
     /// - Parameters:
     ///   - onceLifetime: seconds a one-time grant lasts at most.
@@ -177,9 +193,9 @@ public enum Policy {
             // Temporary full accuracy is full or nothing: an answer that lowers the accuracy to reduced
             // grants no upgrade (the client keeps what it had), as a refusal does.
             switch answer {
-            case .deny, .allowOnce(.reduced?), .allowAlways(.reduced?):
+            case .deny, .allowOnce(.reduced?), .allowOnceStanding(.reduced?), .allowAlways(.reduced?):
                 return AnswerOutcome(session: session, store: nil)
-            case .allowOnce, .allowAlways:
+            case .allowOnce, .allowOnceStanding, .allowAlways:
                 session.temporaryFullAccuracy = key
                 return AnswerOutcome(session: session, store: nil)
             }
@@ -189,6 +205,12 @@ public enum Policy {
                 let accuracy = min(question.accuracy, lowered ?? question.accuracy)
                 session.once = SessionGrant(accuracy: accuracy, granted: now, expires: now + onceLifetime)
                 return AnswerOutcome(session: session, store: nil)
+            case .allowOnceStanding(let lowered):
+                let accuracy = min(question.accuracy, lowered ?? question.accuracy)
+                // This connection's grant is the agent's answer; the later ones come from the approval.
+                session.once = SessionGrant(accuracy: accuracy, granted: now, expires: now + onceLifetime)
+                return AnswerOutcome(session: session, standing: Preapproval(subject: .decision(for: identity), accuracy: accuracy,
+                                                                              created: now, standing: true, decidedBy: decidedBy))
             case .allowAlways(let lowered):
                 let accuracy = min(question.accuracy, lowered ?? question.accuracy)
                 return AnswerOutcome(session: session, store: PersistentGrant(subject: .decision(for: identity), allowed: true, accuracy: accuracy,

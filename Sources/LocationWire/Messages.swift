@@ -60,8 +60,10 @@ extension ServerMessage {
 
 extension ServerMessage {
     /// `AUTHORIZATION` from the shared vocabulary: `accuracy` only when authorized.
-    public static func authorization(status: AuthorizationStatus, accuracy: AccuracyAuthorization?, reason: String) -> [UInt8] {
-        ServerMessage.authorization(Authorization(status: status, accuracy: accuracy, reason: reason)).encoded()
+    /// - Parameter standing: true for a one-time grant a standing approval gave.
+    public static func authorization(status: AuthorizationStatus, accuracy: AccuracyAuthorization?, reason: String,
+                                     standing: Bool = false) -> [UInt8] {
+        ServerMessage.authorization(Authorization(status: status, accuracy: accuracy, reason: reason, standing: standing)).encoded()
     }
 
     /// A generic object from already-encoded member pairs: `{"class":NAME,<members>}`.

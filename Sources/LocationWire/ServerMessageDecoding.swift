@@ -72,7 +72,8 @@ extension ServerMessage {
             guard let status = try m.enumeration("status", AuthorizationStatus.self) else {
                 throw m.error("status", "is missing")
             }
-            return .authorization(Authorization(status: status, accuracy: try m.accuracy(), reason: try m.string("reason")))
+            return .authorization(Authorization(status: status, accuracy: try m.accuracy(), reason: try m.string("reason"),
+                                                standing: try m.bool("standing") ?? false))
         case "AGENT":
             return .agent
         case "ASK":
@@ -115,7 +116,8 @@ extension ServerMessage.Grants {
             },
             preapproved: try m.objects("preapproved").map { p throws(ServerMessageError) in
                 Preapproved(subject: try p.subject(), accuracy: try p.accuracy(), created: try p.time("created"),
-                            expires: try p.time("expires"))
+                            expires: try p.time("expires"), standing: try p.bool("standing") ?? false,
+                            decidedBy: try p.string("decidedBy"))
             },
             once: try m.objects("once").map { o throws(ServerMessageError) in
                 OneTime(pid: try o.integer("pid"), uid: try o.integer("uid"), executable: try o.string("exe"),

@@ -57,6 +57,10 @@ public enum AuthorizationKind: String, Sendable, Hashable, Codable, CaseIterable
 public enum AnswerChoice: String, Sendable, Hashable, Codable, CaseIterable {
     /// Allow for the asking connection only ("Allow Once").
     case allowOnce
+    /// Allow for the asking connection, and give each later connection of the same user and program that
+    /// asks for one-time access a one-time grant without asking (a standing approval: CoreLocationUI's
+    /// `LocationButton` once the user confirmed it). Stored until revoked.
+    case allowOnceStanding
     /// Allow and remember, across connections and restarts ("Allow Always").
     case allowAlways
     /// Refuse; the refusal is remembered, so the client's program is not asked about again.

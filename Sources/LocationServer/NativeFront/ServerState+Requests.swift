@@ -114,9 +114,15 @@ extension ServerState {
             announce(id, state, at: now.wall)
         case let .grantOnce(accuracy, preapproval):
             let lifetime = policy.rules.defaults.onceLifetime
-            publisher.changeSession(of: id) { $0.once = SessionGrant(accuracy: accuracy, granted: now.wall, expires: now.wall + lifetime) }
+            let standing = preapproval.map { policy.grants.preapprovals[$0] }.flatMap { $0.standing ? $0 : nil }
+            publisher.changeSession(of: id) {
+                $0.once = SessionGrant(accuracy: accuracy, granted: now.wall, expires: now.wall + lifetime, standing: standing != nil)
+            }
             var reason = "one-time grant by \(policy.rules.effective(for: subscriber.identity).source)"
-            if let index = preapproval {
+            if let standing {
+                // Not used up: it grants each later connection too, until revoked.
+                reason = "one-time grant from a standing approval by \(standing.decidedBy ?? "an administrator"), without asking"
+            } else if let index = preapproval {
                 reason = "one-time grant pre-approved by an administrator"
                 changeGrants(reply: nil, request: name) { $0.preapprovals.remove(at: index) }
             }
