@@ -33,7 +33,8 @@ public struct AgentQuestion: Hashable, Sendable {
     public var subject: Subject
     /// The accuracy that would be granted (already capped by the rule).
     public var accuracy: AccuracyAuthorization
-    /// The purpose text from the config, for temporary full accuracy.
+    /// The text from the config: the rule's usage text for the kind asked (`UsageTexts`), or the purpose
+    /// key's text for temporary full accuracy; nil when the config has none.
     public var purpose: String?
 
     public init(subject: Subject, accuracy: AccuracyAuthorization, purpose: String?) {
@@ -163,7 +164,9 @@ public enum Policy {
             case .once:
                 return .grantOnce(accuracy, usingPreapproval: nil)
             case .ask:
-                return .ask(AgentQuestion(subject: .authorization(kind), accuracy: accuracy, purpose: nil))
+                // The text shown is the administrator's usage text for this kind, never the client's.
+                let usage = rules.rule(for: identity)?.usage.text(for: kind)
+                return .ask(AgentQuestion(subject: .authorization(kind), accuracy: accuracy, purpose: usage))
             case .deny, .always:
                 return .refuse(.restricted, reason: current.reason)  // handled above; kept total
             }

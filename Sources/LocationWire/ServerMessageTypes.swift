@@ -238,7 +238,9 @@ extension ServerMessage {
         public var purposeKey: String?
         /// The accuracy that would be granted, already capped by the client's rule (`accuracy`).
         public var accuracy: AccuracyAuthorization?
-        /// For temporary full accuracy: the config's text for the key (`purpose`).
+        /// The administrator's text from the config (`purpose`): for temporary full accuracy the purpose
+        /// key's; for `once` or `persistent` the client's rule's usage text (`usage.when-in-use`,
+        /// `usage.always`), absent when the rule sets none. Never text the client sent.
         public var purpose: String?
         /// Seconds the daemon waits for an answer (`timeout`).
         public var timeout: Double?

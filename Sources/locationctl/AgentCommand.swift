@@ -13,7 +13,8 @@ enum AgentCommand {
         program asks for location and the daemon's rule says 'ask', prints who asks — user, uid, pid,
         executable, systemd unit, and the name it declared (display text, not verified) — what it asks
         for (one-time or persistent access, full or reduced accuracy, or temporary full accuracy with
-        the purpose text from the configuration), and asks:
+        the purpose text from the configuration, or the usage text the configuration sets for what is
+        asked: usage.when-in-use, usage.always), and asks:
 
           [o]nce, [s]tanding once, [a]lways, [d]eny, [r]educed once, [R]educed always?
 
@@ -223,8 +224,11 @@ enum AgentCommand {
         if let pid = client.pid { user += ", pid \(pid)" }
         text += "  user:     \(user)\n"
         if let unit = client.unit { text += "  unit:     \(DisplayText.escaped(unit))\n" }
-        if question.purposeKey != nil || question.purpose != nil {
+        if question.purposeKey != nil {
             text += "  purpose:  " + (question.purposeKey.map { "\($0): " } ?? "") + (question.purpose ?? "") + "\n"
+        } else if let usage = question.purpose {
+            // The administrator's usage text for the access asked (usage.when-in-use, usage.always).
+            text += "  usage:    " + DisplayText.escaped(usage) + "\n"
         }
         return text
     }
