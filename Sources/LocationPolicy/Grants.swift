@@ -70,6 +70,9 @@ public struct PersistentGrant: Hashable, Sendable, Codable {
     public var subject: GrantSubject
     /// true = authorized, false = denied.
     public var allowed: Bool
+    /// True for a When-In-Use grant (used while the client's user has an active login session); false
+    /// for Always, as every grant stored before When In Use existed.
+    public var whenInUse: Bool
     public var accuracy: AccuracyAuthorization
     /// Unix seconds.
     public var created: Double
@@ -79,9 +82,10 @@ public struct PersistentGrant: Hashable, Sendable, Codable {
     public var decidedBy: String
 
     public init(subject: GrantSubject, allowed: Bool, accuracy: AccuracyAuthorization, created: Double, expires: Double? = nil,
-                decidedBy: String) {
+                decidedBy: String, whenInUse: Bool = false) {
         self.subject = subject
         self.allowed = allowed
+        self.whenInUse = whenInUse
         self.accuracy = accuracy
         self.created = created
         self.expires = expires
@@ -89,6 +93,15 @@ public struct PersistentGrant: Hashable, Sendable, Codable {
     }
 
     public func isValid(at now: Double) -> Bool { expires.map { now < $0 } ?? true }
+
+    /// Decodes a decision; one without `whenInUse` (every store before When In Use) is Always.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(subject: try c.decode(GrantSubject.self, forKey: .subject), allowed: try c.decode(Bool.self, forKey: .allowed),
+                  accuracy: try c.decode(AccuracyAuthorization.self, forKey: .accuracy), created: try c.decode(Double.self, forKey: .created),
+                  expires: try c.decodeIfPresent(Double.self, forKey: .expires), decidedBy: try c.decode(String.self, forKey: .decidedBy),
+                  whenInUse: try c.decodeIfPresent(Bool.self, forKey: .whenInUse) ?? false)
+    }
 }
 
 /// "Allow once" pressed ahead: the next connection of the subject that asks for one-time access gets it

@@ -61,8 +61,8 @@ public typealias AuthorizationKind = LocationWire.AuthorizationKind
 /// client's rule — never by the client, whose declared name is display text only. They stand for an
 /// app's Info.plist usage descriptions (docs/PROTOCOL.md "Usage texts").
 public struct UsageTexts: Sendable, Hashable {
-    /// `usage.when-in-use`: Core Location's `NSLocationWhenInUseUsageDescription`, shown for one-time
-    /// access (`AUTHORIZE` `once`).
+    /// `usage.when-in-use`: Core Location's `NSLocationWhenInUseUsageDescription`, shown for When In Use
+    /// and one-time access (`AUTHORIZE` `whenInUse`, `once`).
     public var whenInUse: String?
     /// `usage.always`: Core Location's `NSLocationAlwaysAndWhenInUseUsageDescription`, shown for access
     /// across connections and restarts (`AUTHORIZE` `persistent`, which is Always).
@@ -76,7 +76,7 @@ public struct UsageTexts: Sendable, Hashable {
     /// The text for a request of `kind`; nil when the rule sets none (the agent is shown no text).
     public func text(for kind: AuthorizationKind) -> String? {
         switch kind {
-        case .once: return whenInUse
+        case .once, .whenInUse: return whenInUse
         case .persistent: return always
         }
     }

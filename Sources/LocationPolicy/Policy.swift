@@ -6,12 +6,17 @@ public struct AuthorizationState: Hashable, Sendable {
     public var reason: String
     /// True when the status is a one-time grant that a standing approval gave (`AUTHORIZATION.standing`).
     public var standing: Bool
+    /// False for a When-In-Use client whose user has no active login session: authorized, but sent
+    /// nothing (`accuracy` nil) until one is active (`AUTHORIZATION.inUse`).
+    public var inUse: Bool
 
-    public init(status: AuthorizationStatus, accuracy: AccuracyAuthorization?, reason: String, standing: Bool = false) {
+    public init(status: AuthorizationStatus, accuracy: AccuracyAuthorization?, reason: String, standing: Bool = false,
+                inUse: Bool = true) {
         self.status = status
         self.accuracy = accuracy
         self.reason = reason
         self.standing = standing
+        self.inUse = inUse
     }
 }
 
@@ -36,11 +41,15 @@ public struct AgentQuestion: Hashable, Sendable {
     /// The text from the config: the rule's usage text for the kind asked (`UsageTexts`), or the purpose
     /// key's text for temporary full accuracy; nil when the config has none.
     public var purpose: String?
+    /// True when a client authorized When In Use asks for Always (`ASK.upgrade`): refusing it leaves the
+    /// When-In-Use grant as it is.
+    public var upgrade: Bool
 
-    public init(subject: Subject, accuracy: AccuracyAuthorization, purpose: String?) {
+    public init(subject: Subject, accuracy: AccuracyAuthorization, purpose: String?, upgrade: Bool = false) {
         self.subject = subject
         self.accuracy = accuracy
         self.purpose = purpose
+        self.upgrade = upgrade
     }
 }
 
@@ -93,9 +102,12 @@ public enum Policy {
     /// `accuracyAuthorization`). Order: a `deny` rule (restricted) → this connection's one-time grant →
     /// a stored persistent decision → an `always` rule → not determined. The accuracy is the grant's,
     /// capped by the rule's ceiling, raised to full by a temporary full-accuracy grant, and never more
-    /// precise than the client asked for (`SessionAuthorization.requestedAccuracy`).
+    /// precise than the client asked for (`SessionAuthorization.requestedAccuracy`). A When-In-Use grant
+    /// applies while `userInUse`; otherwise the client stays `authorizedWhenInUse` with no accuracy and
+    /// `inUse` false: it is sent nothing.
+    /// - Parameter userInUse: whether the client's user has an active login session (logind's "active").
     public static func state(_ identity: ClientIdentity, session: SessionAuthorization, rules: PolicyRules,
-                             grants: GrantSet, now: Double) -> AuthorizationState {
+                             grants: GrantSet, now: Double, userInUse: Bool = true) -> AuthorizationState {
         let rule = rules.effective(for: identity)
         if rule.access == .deny {
             return AuthorizationState(status: .restricted, accuracy: nil, reason: "\(rule.source) denies access")
@@ -109,8 +121,18 @@ public enum Policy {
             if !stored.allowed {
                 return AuthorizationState(status: .denied, accuracy: nil, reason: "denied by \(stored.decidedBy)")
             }
-            result = AuthorizationState(status: .authorizedPersistent, accuracy: min(stored.accuracy, rule.accuracy),
-                                        reason: "persistent grant by \(stored.decidedBy)")
+            if stored.whenInUse {
+                guard userInUse else {
+                    return AuthorizationState(status: .authorizedWhenInUse, accuracy: nil,
+                                              reason: "When In Use, and the user has no active login session: nothing is sent until one is active",
+                                              inUse: false)
+                }
+                result = AuthorizationState(status: .authorizedWhenInUse, accuracy: min(stored.accuracy, rule.accuracy),
+                                            reason: "When-In-Use grant by \(stored.decidedBy); the user has an active login session")
+            } else {
+                result = AuthorizationState(status: .authorizedPersistent, accuracy: min(stored.accuracy, rule.accuracy),
+                                            reason: "persistent grant by \(stored.decidedBy)")
+            }
         } else if rule.access == .always {
             result = AuthorizationState(status: .authorizedPersistent, accuracy: rule.accuracy, reason: "\(rule.source) allows always")
         } else if let once = session.once, now >= once.expires {
@@ -133,10 +155,11 @@ public enum Policy {
 
     /// Decides a request. The request's accuracy is weighed as the session's new ceiling
     /// (`SessionAuthorization.asking(_:)`): the caller keeps that session unless the decision is `invalid`.
+    /// Always (`persistent`) asked by a client authorized When In Use is put to the agents as an upgrade.
     public static func decide(_ request: PolicyRequest, identity: ClientIdentity, session: SessionAuthorization,
-                              rules: PolicyRules, grants: GrantSet, now: Double) -> PolicyDecision {
+                              rules: PolicyRules, grants: GrantSet, now: Double, userInUse: Bool = true) -> PolicyDecision {
         let session = session.asking(request)
-        let current = state(identity, session: session, rules: rules, grants: grants, now: now)
+        let current = state(identity, session: session, rules: rules, grants: grants, now: now, userInUse: userInUse)
         let rule = rules.effective(for: identity)
         switch request {
         case let .authorize(kind, requested):
@@ -148,6 +171,12 @@ public enum Policy {
             case .authorizedPersistent:
                 return .authorized(current)
             case .authorizedOnce where kind == .once:
+                return .authorized(current)
+            case .authorizedWhenInUse where kind == .persistent && rule.access == .ask:
+                // Always only on top of When In Use, as Core Location asks for it: the agent sees an upgrade.
+                return .ask(AgentQuestion(subject: .authorization(.persistent), accuracy: min(requested, rule.accuracy),
+                                          purpose: rules.rule(for: identity)?.usage.always, upgrade: true))
+            case .authorizedWhenInUse:
                 return .authorized(current)
             default:
                 break
@@ -202,7 +231,14 @@ public enum Policy {
                 session.temporaryFullAccuracy = key
                 return AnswerOutcome(session: session, store: nil)
             }
-        case .authorization:
+        case .authorization(let kind):
+            if question.upgrade {
+                // Refusing Always, or allowing it for this connection only, leaves When In Use as it is.
+                guard case .allowAlways(let lowered) = answer else { return AnswerOutcome(session: session) }
+                let accuracy = min(question.accuracy, lowered ?? question.accuracy)
+                return AnswerOutcome(session: session, store: PersistentGrant(subject: .decision(for: identity), allowed: true,
+                                                                              accuracy: accuracy, created: now, decidedBy: decidedBy))
+            }
             switch answer {
             case .allowOnce(let lowered):
                 let accuracy = min(question.accuracy, lowered ?? question.accuracy)
@@ -217,7 +253,8 @@ public enum Policy {
             case .allowAlways(let lowered):
                 let accuracy = min(question.accuracy, lowered ?? question.accuracy)
                 return AnswerOutcome(session: session, store: PersistentGrant(subject: .decision(for: identity), allowed: true, accuracy: accuracy,
-                                                                              created: now, decidedBy: decidedBy))
+                                                                              created: now, decidedBy: decidedBy,
+                                                                              whenInUse: kind == .whenInUse))
             case .deny:
                 // Remembered, as iOS does not ask again after "Don't Allow".
                 return AnswerOutcome(session: session, store: PersistentGrant(subject: .decision(for: identity), allowed: false, accuracy: .reduced,

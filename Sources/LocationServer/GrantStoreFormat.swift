@@ -51,6 +51,8 @@ enum GrantStoreFormat {
                 "decidedBy": .string(grant.decidedBy),
             ]
             members["expires"] = grant.expires.map(JSONValue.init)
+            // Written only for When In Use, so that Always grants read and write as before.
+            if grant.whenInUse { members["whenInUse"] = .bool(true) }
             persistent.append(.object(members))
         }
         var preapprovals: [JSONValue] = []
@@ -92,7 +94,7 @@ enum GrantStoreFormat {
             grants.persistent.append(PersistentGrant(
                 subject: try subject(m.required("subject"), path: m.path + ".subject"), allowed: try m.bool("allowed"),
                 accuracy: try m.accuracy(), created: try m.number("created"), expires: try m.optionalNumber("expires"),
-                decidedBy: try m.string("decidedBy")))
+                decidedBy: try m.string("decidedBy"), whenInUse: try m.optionalBool("whenInUse") ?? false))
         }
         for (i, item) in try top.array("preapprovals").enumerated() {
             let m = try Members(item, path: "preapprovals[\(i)]")

@@ -6,7 +6,9 @@ public enum ProtocolVersion {
     /// limit; a request without `cursor` gets the first page, where a 1.1 daemon sent every event.
     /// 3: standing approvals: the agent's answer `allowOnceStanding`, `GRANT`'s `standing`, `standing`
     /// in `AUTHORIZATION` and in `GRANTS`' `preapproved[]` entries (with `decidedBy`).
-    public static let minor = 3
+    /// 4: When In Use: `AUTHORIZE`/`GRANT` kind `whenInUse` (and `always` for `persistent`), status
+    /// `authorizedWhenInUse`, `AUTHORIZATION.inUse`, `ASK.upgrade`, `GRANTS`' `whenInUse`.
+    public static let minor = 4
     /// The largest request line accepted, bytes (newline excluded).
     public static let maximumRequestLength = 16 * 1024
 }
@@ -161,8 +163,8 @@ public enum RequestParser {
         case "STATUS":
             return .status
         case "AUTHORIZE":
-            guard let kind = AuthorizationKind(rawValue: members.authorization ?? "once") else {
-                throw RequestError(request: name, message: "authorization must be \"once\" or \"persistent\"")
+            guard let kind = AuthorizationKind(spelling: members.authorization ?? "once") else {
+                throw RequestError(request: name, message: "authorization must be \"once\", \"whenInUse\", \"always\" or \"persistent\"")
             }
             guard let accuracy = AccuracyAuthorization(rawValue: members.accuracy ?? "full") else {
                 throw RequestError(request: name, message: "accuracy must be \"full\" or \"reduced\"")
@@ -207,8 +209,8 @@ public enum RequestParser {
             if case let .executable(path, _) = target, !path.hasPrefix("/") {
                 throw RequestError(request: name, message: "executable must be an absolute path, not \"\(path)\"")
             }
-            guard let kind = AuthorizationKind(rawValue: members.kind ?? "persistent") else {
-                throw RequestError(request: name, message: "kind must be \"once\" or \"persistent\"")
+            guard let kind = AuthorizationKind(spelling: members.kind ?? "persistent") else {
+                throw RequestError(request: name, message: "kind must be \"once\", \"whenInUse\", \"always\" or \"persistent\"")
             }
             guard let accuracy = AccuracyAuthorization(rawValue: members.accuracy ?? "full") else {
                 throw RequestError(request: name, message: "accuracy must be \"full\" or \"reduced\"")

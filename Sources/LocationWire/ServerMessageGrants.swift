@@ -19,10 +19,13 @@ extension ServerMessage {
             public var expires: UTCTime?
             /// Who decided, e.g. `"agent root (uid 0)"`, `"administrator root (uid 0)"` (`decidedBy`).
             public var decidedBy: String?
+            /// True for a When-In-Use grant; false for Always (`whenInUse`, protocol 1.4; absent: false).
+            public var whenInUse: Bool
 
             /// Makes the value; each parameter is the property of the same name (units there).
             public init(subject: GrantTarget?, allowed: Bool?, accuracy: AccuracyAuthorization? = nil,
-                        created: UTCTime? = nil, expires: UTCTime? = nil, decidedBy: String? = nil) {
+                        created: UTCTime? = nil, expires: UTCTime? = nil, decidedBy: String? = nil, whenInUse: Bool = false) {
+                self.whenInUse = whenInUse
                 self.subject = subject
                 self.allowed = allowed
                 self.accuracy = accuracy
@@ -38,6 +41,7 @@ extension ServerMessage {
                 w.field("created", created)
                 w.field("expires", expires)
                 w.field("decidedBy", decidedBy)
+                if whenInUse { w.field("whenInUse", true) }
             }
         }
 

@@ -143,14 +143,18 @@ public enum ServerMessage: Equatable, Sendable {
         /// True when the status is a one-time grant that a standing approval gave, without asking
         /// (`standing`, protocol 1.3; absent otherwise, read as false).
         public var standing: Bool
+        /// False for a When-In-Use client while its user has no active login session: it is sent nothing
+        /// until this turns true again (`inUse`, protocol 1.4; written only when false, absent reads true).
+        public var inUse: Bool
 
         /// Makes the value; each parameter is the property of the same name (units there).
         public init(status: AuthorizationStatus, accuracy: AccuracyAuthorization? = nil, reason: String? = nil,
-                    standing: Bool = false) {
+                    standing: Bool = false, inUse: Bool = true) {
             self.status = status
             self.accuracy = accuracy
             self.reason = reason
             self.standing = standing
+            self.inUse = inUse
         }
     }
 
@@ -319,6 +323,7 @@ extension ServerMessage {
             w.field("accuracy", a.accuracy?.rawValue)
             w.field("reason", a.reason)
             if a.standing { w.field("standing", true) }
+            if !a.inUse { w.field("inUse", false) }
         case .ask(let ask):
             ask.writeMembers(to: &w)
         case .answered(let a):

@@ -117,6 +117,19 @@ struct StandingStoreTests {
         #expect(!grants.preapprovals[0].standing)
     }
 
+    @Test("a When-In-Use grant is written with whenInUse; the previous store's grants have none and are Always")
+    func whenInUseRoundTrip() throws {
+        #expect(Self.previousGrants.persistent.allSatisfy { !$0.whenInUse })
+        var grants = Self.previousGrants
+        grants.persistent.append(PersistentGrant(subject: .executable("/usr/bin/map", user: "1000"), allowed: true, accuracy: .full,
+                                                 created: 1_790_000_600, decidedBy: "agent root (uid 0)", whenInUse: true))
+        let dir = GrantStoreTests.directory()
+        try GrantStore(directory: dir, log: GrantStoreTests.log).update { $0 = grants }
+        let text = String(decoding: try GrantStoreTests.contents(dir + "/grants.json"), as: UTF8.self)
+        #expect(text.components(separatedBy: "\"whenInUse\" : true").count == 2, "written for the When-In-Use grant only")
+        #expect(GrantStore(directory: dir, log: GrantStoreTests.log).grants == grants)
+    }
+
     @Test("a standing approval is written with standing and decidedBy, and reads back")
     func standingRoundTrip() throws {
         var grants = Self.previousGrants
