@@ -71,7 +71,8 @@ enum AdminService {
         return ServerMessage.Grants(
             persistent: grants.persistent.map { g in
                 ServerMessage.Grants.Stored(subject: target(g.subject), allowed: g.allowed, accuracy: g.accuracy,
-                                            created: time(g.created), expires: g.expires.map(time), decidedBy: g.decidedBy)
+                                            created: time(g.created), expires: g.expires.map(time), decidedBy: g.decidedBy,
+                                            whenInUse: g.whenInUse)
             },
             preapproved: grants.preapprovals.map { p in
                 ServerMessage.Grants.Preapproved(subject: target(p.subject), accuracy: p.accuracy, created: time(p.created),
@@ -130,7 +131,7 @@ extension ServerState {
                     $0.preapprovals.removeAll { $0.standing && $0.subject == subject }
                     $0.persistent.removeAll { $0.subject == subject }
                     $0.persistent.append(PersistentGrant(subject: subject, allowed: true, accuracy: level, created: now.wall,
-                                                         expires: until, decidedBy: "administrator \(by)"))
+                                                         expires: until, decidedBy: "administrator \(by)", whenInUse: kind == .whenInUse))
                 }
             }
             context.store.record(AuditEvent(event: "grant", identity: identity, request: "GRANT \(kind.rawValue)\(standing ? " standing" : "") \(subject) \(level.rawValue)",

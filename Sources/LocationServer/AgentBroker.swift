@@ -121,7 +121,7 @@ struct AgentBroker: Sendable {
         }
         return ServerMessage.ask(ServerMessage.Ask(id: ask.id, client: client, request: request, purposeKey: purposeKey,
                                                    accuracy: ask.question.accuracy, purpose: ask.question.purpose,
-                                                   timeout: timeout)).encoded()
+                                                   timeout: timeout, upgrade: ask.question.upgrade)).encoded()
     }
 
     /// The ANSWERED message: question `id` was answered (`answer`, by whom), withdrawn or timed out.
