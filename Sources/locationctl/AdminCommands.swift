@@ -152,7 +152,7 @@ enum GrantCommand {
                               only; alone, every program of the user; the daemon refuses a name
                               that is no user's
           --once              pre-approve one use
-          --standing          with --once: a standing approval, every later use gets a
+          --standing          (with --once) a standing approval: every later use gets a
                               one-time grant without asking, until revoked
           --persistent        grant until revoked (or until --expires)
           --accuracy A        'full' (the default) or 'reduced'

@@ -203,6 +203,8 @@ enum AgentCommand {
         var what: String
         switch question.request {
         case "once": what = "one-time access"
+        case "whenInUse": what = "When-In-Use access (while the user has an active session)"
+        case "persistent" where question.upgrade: what = "an upgrade from When In Use to Always (persistent access)"
         case "persistent": what = "persistent access"
         case "temporaryFullAccuracy": what = "temporary full accuracy"
         default: what = question.request

@@ -129,7 +129,7 @@ struct CommandExitCodeTests {
         #expect(refused.stderr.contains("restricted") && refused.stderr.contains("[client kiosk] denies access"))
         #expect(await server.finished())
 
-        #expect(await runLocationctl(["watch", "--authorization", "always"]).status == 64)
+        #expect(await runLocationctl(["watch", "--authorization", "sometimes"]).status == 64)
         #expect(await runLocationctl(["get", "--accuracy", "approximate"]).status == 64)
     }
 
