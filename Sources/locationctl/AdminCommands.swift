@@ -106,7 +106,7 @@ enum GrantsCommand {
         var rows = [["GRANT", "SUBJECT", "ACCURACY", "SINCE", "EXPIRES", "DECIDED BY"]]
         for grant in list.persistent {
             let allowed = grant.allowed == true
-            rows.append([allowed ? "always" : "denied", grant.subject?.description ?? "?",
+            rows.append([allowed ? (grant.whenInUse ? "when in use" : "always") : "denied", grant.subject?.description ?? "?",
                          allowed ? grant.accuracy?.rawValue ?? "-" : "-", humanTime(grant.created),
                          grant.expires.map(humanTime) ?? "never", grant.decidedBy ?? "-"])
         }

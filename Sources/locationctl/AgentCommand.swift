@@ -22,7 +22,8 @@ enum AgentCommand {
         this connection of the program only; 'standing' (allow once, and from now on without asking:
         the LocationButton's standing approval) allows this connection, and each later connection of
         the same user's program that asks for one-time access gets a one-time grant without a
-        question, until revoked; 'always' is remembered (also across restarts); 'deny' is
+        question, until revoked; 'always' is remembered (as When In Use when the program asked for
+        When In Use: its clients then get locations while their user has an active session) (also across restarts); 'deny' is
         remembered too, and the program is not asked about again; the reduced answers allow with
         reduced accuracy. A line "ANSWERED ..." reports how each question ended (answered here or by
         another agent, timed out, withdrawn). Unanswered questions are refused after the daemon's
