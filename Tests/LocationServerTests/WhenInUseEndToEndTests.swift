@@ -80,6 +80,56 @@ struct WhenInUseEndToEndTests {
         }
     }
 
+    /// A process run in phases: it prints one line of two counts per phase, then waits for a line on its
+    /// standard input before the next.
+    final class PhaseProcess {
+        private var pid: pid_t = 0
+        private let input: Int32
+        private let output: Int32
+
+        init(_ arguments: [String]) throws {
+            // A process that ended early must fail the test, not kill the test run with SIGPIPE.
+            signal(SIGPIPE, SIG_IGN)
+            var toChild: [Int32] = [0, 0], fromChild: [Int32] = [0, 0]
+            guard pipe(&toChild) == 0, pipe(&fromChild) == 0 else { throw Errno.current }
+            var actions = posix_spawn_file_actions_t()
+            posix_spawn_file_actions_init(&actions)
+            defer { posix_spawn_file_actions_destroy(&actions) }
+            posix_spawn_file_actions_adddup2(&actions, toChild[0], 0)
+            posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
+            posix_spawn_file_actions_addopen(&actions, 2, "/tmp/locationd-phase-process.err", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+            posix_spawn_file_actions_addclose(&actions, toChild[1])
+            posix_spawn_file_actions_addclose(&actions, fromChild[0])
+            let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+            defer { argv.forEach { free($0) } }
+            guard posix_spawn(&pid, arguments[0], &actions, nil, argv, environ) == 0 else { throw Errno.current }
+            close(toChild[0])
+            close(fromChild[1])
+            input = toChild[1]
+            output = fromChild[0]
+        }
+
+        /// The next phase's counts: TPVs with a position, and without one; nil when the process ended.
+        func read() -> (Int, Int)? {
+            var line: [UInt8] = []
+            var byte: UInt8 = 0
+            while Glibc.read(output, &byte, 1) == 1, byte != 10 { line.append(byte) }
+            let numbers = String(decoding: line, as: UTF8.self).split(separator: " ").compactMap { Int($0) }
+            return numbers.count == 2 ? (numbers[0], numbers[1]) : nil
+        }
+
+        /// Lets the process go on to its next phase.
+        func proceed() { _ = write(input, "\n", 1) }
+
+        /// Waits for the process to end.
+        func finish() {
+            close(input)
+            close(output)
+            var status: Int32 = 0
+            waitpid(pid, &status, 0)
+        }
+    }
+
     /// Sets logind's word for `uid` in `directory`, atomically (the monitor sees the rename).
     static func setState(_ word: String, uid: Int, in directory: String) {
         let temporary = directory + "/.\(uid).new"
@@ -143,6 +193,67 @@ struct WhenInUseEndToEndTests {
         let resumed = try #require(toResume.last.flatMap(JSONValue.object))
         #expect(resumed["status"]?.string == "authorizedWhenInUse" && resumed["inUse"] == nil && resumed["accuracy"]?.string == "full")
         #expect(client.message("TPV") != nil, "streams again")
+    }
+
+    /// A gpsd-protocol client over TCP as root: watches, and for each phase (separated by `marker` lines on
+    /// standard input) prints how many TPVs with a position and without one it got.
+    static let gpsdClient = """
+        import socket, sys, time
+        s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+        s.settimeout(0.2)
+        s.sendall(b'?WATCH={"enable":true,"json":true};\\n')
+        buffer = b""
+        for phase in sys.argv[2:]:
+            seconds = float(phase)
+            end = time.time() + seconds
+            with_position = without = 0
+            while time.time() < end:
+                try:
+                    d = s.recv(65536)
+                    if not d: break
+                    buffer += d
+                except socket.timeout:
+                    pass
+                while b"\\n" in buffer:
+                    line, buffer = buffer.split(b"\\n", 1)
+                    if b'"class":"TPV"' in line:
+                        if b'"lat"' in line: with_position += 1
+                        else: without += 1
+            print(with_position, without, flush=True)
+            sys.stdin.readline()
+        """
+
+    @Test("the gpsd front: a When-In-Use gpsd client gets gpsd's no-fix TPVs while not in use, positions again after")
+    func gpsdFront() throws {
+        var template = Array("/tmp/locationd-logins-XXXXXX".utf8CString)
+        let logins = String(cString: try #require(mkdtemp(&template)))
+        defer { _ = try? FileManager.default.removeItem(atPath: logins) }
+        let shim = try LoginShim.build(in: logins)
+        Self.setState("active", uid: 0, in: logins)
+        let port = try GpsdFrontEndToEndTests.freePort()
+        let daemon = try DaemonProcess(config: PolicyEndToEndTests.config(policy: "access = ask\naccuracy = full"),
+                                       daemonKeys: "gpsd-listen = 127.0.0.1:\(port)",
+                                       launcher: ["env", "LD_PRELOAD=\(shim)", "LOCATIOND_TEST_LOGIN_DIR=\(logins)"])
+        let admin = try RawClient(daemon.socketPath)
+        admin.send(#"{"class":"GRANT","user":"0","kind":"whenInUse"}"#)
+        #expect(admin.message("GRANTS") != nil)
+        // Phases: 2 s active, 2 s inactive (the first 0.5 s of it left out: the change takes a moment), 2 s active.
+        let phases = try PhaseProcess(["/usr/bin/python3", "-c", Self.gpsdClient, String(port), "2", "0.5", "2", "2"])
+        let active = phases.read()
+        Self.setState("online", uid: 0, in: logins)
+        phases.proceed()
+        _ = phases.read()
+        phases.proceed()
+        let inactive = phases.read()
+        Self.setState("active", uid: 0, in: logins)
+        phases.proceed()
+        let again = phases.read()
+        phases.proceed()
+        phases.finish()
+        #expect(active.map { $0.0 > 5 } == true, "active: \(String(describing: active))")
+        #expect(inactive.map { $0.0 == 0 && $0.1 > 0 } == true, "inactive: \(String(describing: inactive))")
+        #expect(again.map { $0.0 > 0 } == true, "active again: \(String(describing: again))")
+        _ = daemon
     }
 
     @Test("an Always grant streams whatever the session; logind's other words are not in use", arguments: ["offline", "lingering", "closing"])
