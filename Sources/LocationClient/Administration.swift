@@ -38,7 +38,7 @@ public struct AgentQuestion: Hashable, Sendable {
 }
 
 /// How a question ended (`ANSWERED`), told to every agent: LocationWire's `ServerMessage.Answered`
-/// (`answer`: `"allowOnce"`, `"allowAlways"`, `"deny"`, `"timeout"` — nobody answered within the
+/// (`answer`: `"allowOnce"`, `"allowOnceStanding"`, `"allowAlways"`, `"deny"`, `"timeout"` — nobody answered within the
 /// daemon's `ask-timeout` — or `"withdrawn"`, the client went away).
 public typealias AnsweredNotice = ServerMessage.Answered
 

@@ -11,14 +11,15 @@ public typealias AuthorizationKind = LocationWire.AuthorizationKind
 /// `CLAccuracyAuthorization`; `.fullAccuracy` and `.reducedAccuracy` name its two cases).
 public typealias AccuracyAuthorization = LocationWire.AccuracyAuthorization
 
-/// An agent's answer to a question (`ANSWER.answer`): `.allowOnce`, `.allowAlways` or `.deny`.
+/// An agent's answer to a question (`ANSWER.answer`): `.allowOnce`, `.allowOnceStanding`, `.allowAlways` or `.deny`.
 public typealias AgentAnswer = LocationWire.AnswerChoice
 
 /// A client's authorization as the daemon stated it, the `AUTHORIZATION` object: LocationWire's
 /// `ServerMessage.Authorization`, whose members read through this value — `status`; `accuracy`, how
 /// precisely it may see locations (Core Location's `accuracyAuthorization`), nil unless authorized;
-/// `reason`, e.g. `"one-time grant for this connection"` or `"no agent is running to ask"` — with the
-/// line it came in.
+/// `reason`, e.g. `"one-time grant for this connection"` or `"no agent is running to ask"`; `standing`,
+/// true when a standing approval gave a one-time grant without asking (protocol 1.3) — with the line it
+/// came in.
 @dynamicMemberLookup
 public struct Authorization: Hashable, Sendable {
     /// The authorization as LocationWire decoded it.

@@ -141,15 +141,17 @@ extension LocationClient {
     ///   - kind: `.persistent` or `.once`.
     ///   - accuracy: the accuracy granted.
     ///   - expires: seconds from now until the grant lapses; nil: never.
+    ///   - standing: with `.once`, a standing approval: every later connection of the subject that asks
+    ///     for one-time access gets a one-time grant without asking, until revoked (protocol 1.3).
     ///   - timeout: seconds to wait for the reply.
     /// - Returns: the grants afterwards.
     /// - Throws: `LocationClientError.server(request: "GRANT", ...)` (permission denied, bad
     ///   arguments), `.timedOut`, `.disconnected`, `.invalidReply`; `CancellationError`.
     @discardableResult
     public func grant(subject: GrantSubject, kind: AuthorizationKind = .persistent,
-                      accuracy: AccuracyAuthorization = .fullAccuracy, expires: Double? = nil,
+                      accuracy: AccuracyAuthorization = .fullAccuracy, expires: Double? = nil, standing: Bool = false,
                       timeout: Double = 10) async throws -> GrantList {
-        let request = Request.grant(subject: subject, kind: kind, accuracy: accuracy, expires: expires)
+        let request = Request.grant(subject: subject, kind: kind, accuracy: accuracy, expires: expires, standing: standing)
         return try await grantsRoundTrip(request.encoded(), requestClass: "GRANT", timeout: timeout)
     }
 

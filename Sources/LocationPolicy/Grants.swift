@@ -70,6 +70,9 @@ public struct PersistentGrant: Hashable, Sendable, Codable {
     public var subject: GrantSubject
     /// true = authorized, false = denied.
     public var allowed: Bool
+    /// True for a When-In-Use grant (used while the client's user has an active login session); false
+    /// for Always, as every grant stored before When In Use existed.
+    public var whenInUse: Bool
     public var accuracy: AccuracyAuthorization
     /// Unix seconds.
     public var created: Double
@@ -79,9 +82,10 @@ public struct PersistentGrant: Hashable, Sendable, Codable {
     public var decidedBy: String
 
     public init(subject: GrantSubject, allowed: Bool, accuracy: AccuracyAuthorization, created: Double, expires: Double? = nil,
-                decidedBy: String) {
+                decidedBy: String, whenInUse: Bool = false) {
         self.subject = subject
         self.allowed = allowed
+        self.whenInUse = whenInUse
         self.accuracy = accuracy
         self.created = created
         self.expires = expires
@@ -89,21 +93,55 @@ public struct PersistentGrant: Hashable, Sendable, Codable {
     }
 
     public func isValid(at now: Double) -> Bool { expires.map { now < $0 } ?? true }
+
+    /// Decodes a decision; one without `whenInUse` (every store before When In Use) is Always.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(subject: try c.decode(GrantSubject.self, forKey: .subject), allowed: try c.decode(Bool.self, forKey: .allowed),
+                  accuracy: try c.decode(AccuracyAuthorization.self, forKey: .accuracy), created: try c.decode(Double.self, forKey: .created),
+                  expires: try c.decodeIfPresent(Double.self, forKey: .expires), decidedBy: try c.decode(String.self, forKey: .decidedBy),
+                  whenInUse: try c.decodeIfPresent(Bool.self, forKey: .whenInUse) ?? false)
+    }
 }
 
-/// "Allow once" pressed ahead by an administrator: the next connection of the subject that asks for
-/// one-time access gets it without asking. Used up by that connection.
+/// "Allow once" pressed ahead: the next connection of the subject that asks for one-time access gets it
+/// without asking. An administrator's pre-approval (`GRANT kind once`) is used up by that connection; a
+/// standing approval (CoreLocationUI's `LocationButton` once confirmed: an agent's "allow once, and from
+/// now on without asking", or `GRANT kind once standing`) gives every such connection a one-time grant
+/// until it is revoked, and is never used up.
 public struct Preapproval: Hashable, Sendable, Codable {
     public var subject: GrantSubject
     public var accuracy: AccuracyAuthorization
+    /// Unix seconds.
     public var created: Double
+    /// Unix seconds after which it no longer applies; nil = until used up (or revoked, when standing).
     public var expires: Double?
+    /// True for a standing approval: not used up by the connections it grants.
+    public var standing: Bool
+    /// Who decided a standing approval: "agent root (uid 0)", "administrator root (uid 0)"; nil for an
+    /// administrator's single pre-approval in stores written before standing approvals existed.
+    public var decidedBy: String?
 
-    public init(subject: GrantSubject, accuracy: AccuracyAuthorization, created: Double, expires: Double? = nil) {
+    public init(subject: GrantSubject, accuracy: AccuracyAuthorization, created: Double, expires: Double? = nil,
+                standing: Bool = false, decidedBy: String? = nil) {
         self.subject = subject
         self.accuracy = accuracy
         self.created = created
         self.expires = expires
+        self.standing = standing
+        self.decidedBy = decidedBy
+    }
+
+    /// Decodes a pre-approval; one without `standing` (as every store before standing approvals) is a
+    /// single one, used up by the next connection.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(subject: try c.decode(GrantSubject.self, forKey: .subject),
+                  accuracy: try c.decode(AccuracyAuthorization.self, forKey: .accuracy),
+                  created: try c.decode(Double.self, forKey: .created),
+                  expires: try c.decodeIfPresent(Double.self, forKey: .expires),
+                  standing: try c.decodeIfPresent(Bool.self, forKey: .standing) ?? false,
+                  decidedBy: try c.decodeIfPresent(String.self, forKey: .decidedBy))
     }
 }
 
@@ -122,9 +160,13 @@ public struct GrantSet: Hashable, Sendable, Codable {
         persistent.filter { $0.subject.matches(identity) && $0.isValid(at: now) }.max { $0.created < $1.created }
     }
 
-    /// Index of a valid pre-approval for `identity`.
+    /// Index of a valid pre-approval for `identity`: a single one first (so that an administrator's
+    /// pre-approval is used before a standing approval that would grant anyway), else a standing one.
     public func preapproval(for identity: ClientIdentity, at now: Double) -> Int? {
-        preapprovals.firstIndex { $0.subject.matches(identity) && ($0.expires.map { now < $0 } ?? true) }
+        let valid = preapprovals.indices.filter {
+            preapprovals[$0].subject.matches(identity) && (preapprovals[$0].expires.map { now < $0 } ?? true)
+        }
+        return valid.first { !preapprovals[$0].standing } ?? valid.first
     }
 }
 
@@ -135,11 +177,14 @@ public struct SessionGrant: Hashable, Sendable {
     public var granted: Double
     /// Unix seconds; `once-lifetime` after `granted`.
     public var expires: Double
+    /// True when a standing approval gave it (no one was asked for this connection).
+    public var standing: Bool
 
-    public init(accuracy: AccuracyAuthorization, granted: Double, expires: Double) {
+    public init(accuracy: AccuracyAuthorization, granted: Double, expires: Double, standing: Bool = false) {
         self.accuracy = accuracy
         self.granted = granted
         self.expires = expires
+        self.standing = standing
     }
 }
 

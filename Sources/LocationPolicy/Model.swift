@@ -57,6 +57,31 @@ public typealias AuthorizationStatus = LocationWire.AuthorizationStatus
 /// What kind of authorization a client asks for: `LocationWire.AuthorizationKind`.
 public typealias AuthorizationKind = LocationWire.AuthorizationKind
 
+/// The texts an agent is shown when a client asks for authorization, set by the administrator in the
+/// client's rule — never by the client, whose declared name is display text only. They stand for an
+/// app's Info.plist usage descriptions (docs/PROTOCOL.md "Usage texts").
+public struct UsageTexts: Sendable, Hashable {
+    /// `usage.when-in-use`: Core Location's `NSLocationWhenInUseUsageDescription`, shown for When In Use
+    /// and one-time access (`AUTHORIZE` `whenInUse`, `once`).
+    public var whenInUse: String?
+    /// `usage.always`: Core Location's `NSLocationAlwaysAndWhenInUseUsageDescription`, shown for access
+    /// across connections and restarts (`AUTHORIZE` `persistent`, which is Always).
+    public var always: String?
+
+    public init(whenInUse: String? = nil, always: String? = nil) {
+        self.whenInUse = whenInUse
+        self.always = always
+    }
+
+    /// The text for a request of `kind`; nil when the rule sets none (the agent is shown no text).
+    public func text(for kind: AuthorizationKind) -> String? {
+        switch kind {
+        case .once, .whenInUse: return whenInUse
+        case .persistent: return always
+        }
+    }
+}
+
 /// A `[client NAME]` rule: which clients it matches (every key given must match) and what they get.
 public struct ClientRule: Sendable, Hashable {
     public var name: String
@@ -69,11 +94,14 @@ public struct ClientRule: Sendable, Hashable {
     public var accuracy: AccuracyAuthorization
     /// Purpose keys the client may cite for temporary full accuracy, with their texts.
     public var purposes: [String: String]
+    /// The usage texts the agent is shown for this rule's clients (`usage.when-in-use`, `usage.always`).
+    public var usage: UsageTexts
     /// Line of the section, for messages.
     public var line: Int
 
     public init(name: String, executable: String? = nil, user: String? = nil, group: String? = nil, unit: String? = nil,
-                access: AccessRule, accuracy: AccuracyAuthorization, purposes: [String: String] = [:], line: Int = 0) {
+                access: AccessRule, accuracy: AccuracyAuthorization, purposes: [String: String] = [:], usage: UsageTexts = UsageTexts(),
+                line: Int = 0) {
         self.name = name
         self.executable = executable
         self.user = user
@@ -82,6 +110,7 @@ public struct ClientRule: Sendable, Hashable {
         self.access = access
         self.accuracy = accuracy
         self.purposes = purposes
+        self.usage = usage
         self.line = line
     }
 

@@ -4,11 +4,19 @@ public struct AuthorizationState: Hashable, Sendable {
     /// The accuracy it may see; nil unless authorized.
     public var accuracy: AccuracyAuthorization?
     public var reason: String
+    /// True when the status is a one-time grant that a standing approval gave (`AUTHORIZATION.standing`).
+    public var standing: Bool
+    /// False for a When-In-Use client whose user has no active login session: authorized, but sent
+    /// nothing (`accuracy` nil) until one is active (`AUTHORIZATION.inUse`).
+    public var inUse: Bool
 
-    public init(status: AuthorizationStatus, accuracy: AccuracyAuthorization?, reason: String) {
+    public init(status: AuthorizationStatus, accuracy: AccuracyAuthorization?, reason: String, standing: Bool = false,
+                inUse: Bool = true) {
         self.status = status
         self.accuracy = accuracy
         self.reason = reason
+        self.standing = standing
+        self.inUse = inUse
     }
 }
 
@@ -30,19 +38,28 @@ public struct AgentQuestion: Hashable, Sendable {
     public var subject: Subject
     /// The accuracy that would be granted (already capped by the rule).
     public var accuracy: AccuracyAuthorization
-    /// The purpose text from the config, for temporary full accuracy.
+    /// The text from the config: the rule's usage text for the kind asked (`UsageTexts`), or the purpose
+    /// key's text for temporary full accuracy; nil when the config has none.
     public var purpose: String?
+    /// True when a client authorized When In Use asks for Always (`ASK.upgrade`): refusing it leaves the
+    /// When-In-Use grant as it is.
+    public var upgrade: Bool
 
-    public init(subject: Subject, accuracy: AccuracyAuthorization, purpose: String?) {
+    public init(subject: Subject, accuracy: AccuracyAuthorization, purpose: String?, upgrade: Bool = false) {
         self.subject = subject
         self.accuracy = accuracy
         self.purpose = purpose
+        self.upgrade = upgrade
     }
 }
 
-/// An agent's answer (allow once / allow always / deny, optionally lowering the accuracy).
+/// An agent's answer (allow once / allow once and from now on without asking / allow always / deny,
+/// optionally lowering the accuracy).
 public enum AgentAnswer: Hashable, Sendable {
     case allowOnce(AccuracyAuthorization?)
+    /// Allow once, and give the program's later connections one-time grants without asking (a standing
+    /// approval, CoreLocationUI's `LocationButton` once confirmed).
+    case allowOnceStanding(AccuracyAuthorization?)
     case allowAlways(AccuracyAuthorization?)
     case deny
 }
@@ -51,8 +68,8 @@ public enum AgentAnswer: Hashable, Sendable {
 public enum PolicyDecision: Hashable, Sendable {
     /// Nothing to change: the client already has this (or a rule grants it).
     case authorized(AuthorizationState)
-    /// Grant a one-time grant for this connection (`once` rule, or an administrator's pre-approval,
-    /// whose index in `GrantSet.preapprovals` is to be used up).
+    /// Grant a one-time grant for this connection (`once` rule, or a pre-approval: its index in
+    /// `GrantSet.preapprovals`, to be used up unless it is a standing approval).
     case grantOnce(AccuracyAuthorization, usingPreapproval: Int?)
     /// Ask an agent.
     case ask(AgentQuestion)
@@ -68,6 +85,14 @@ public struct AnswerOutcome: Hashable, Sendable {
     public var session: SessionAuthorization
     /// A decision to store persistently, if any.
     public var store: PersistentGrant?
+    /// A standing approval to store, if any (it replaces the subject's stored decisions).
+    public var standing: Preapproval?
+
+    public init(session: SessionAuthorization, store: PersistentGrant? = nil, standing: Preapproval? = nil) {
+        self.session = session
+        self.store = store
+        self.standing = standing
+    }
 }
 
 /// Core Location's authorization model as a pure function of identity, request, rules, grants and time.
@@ -77,9 +102,12 @@ public enum Policy {
     /// `accuracyAuthorization`). Order: a `deny` rule (restricted) → this connection's one-time grant →
     /// a stored persistent decision → an `always` rule → not determined. The accuracy is the grant's,
     /// capped by the rule's ceiling, raised to full by a temporary full-accuracy grant, and never more
-    /// precise than the client asked for (`SessionAuthorization.requestedAccuracy`).
+    /// precise than the client asked for (`SessionAuthorization.requestedAccuracy`). A When-In-Use grant
+    /// applies while `userInUse`; otherwise the client stays `authorizedWhenInUse` with no accuracy and
+    /// `inUse` false: it is sent nothing.
+    /// - Parameter userInUse: whether the client's user has an active login session (logind's "active").
     public static func state(_ identity: ClientIdentity, session: SessionAuthorization, rules: PolicyRules,
-                             grants: GrantSet, now: Double) -> AuthorizationState {
+                             grants: GrantSet, now: Double, userInUse: Bool = true) -> AuthorizationState {
         let rule = rules.effective(for: identity)
         if rule.access == .deny {
             return AuthorizationState(status: .restricted, accuracy: nil, reason: "\(rule.source) denies access")
@@ -87,13 +115,24 @@ public enum Policy {
         var result: AuthorizationState
         if let once = session.once, now < once.expires {
             result = AuthorizationState(status: .authorizedOnce, accuracy: min(once.accuracy, rule.accuracy),
-                                        reason: "one-time grant for this connection")
+                                        reason: once.standing ? "one-time grant for this connection, from a standing approval"
+                                            : "one-time grant for this connection", standing: once.standing)
         } else if let stored = grants.persistent(for: identity, at: now) {
             if !stored.allowed {
                 return AuthorizationState(status: .denied, accuracy: nil, reason: "denied by \(stored.decidedBy)")
             }
-            result = AuthorizationState(status: .authorizedPersistent, accuracy: min(stored.accuracy, rule.accuracy),
-                                        reason: "persistent grant by \(stored.decidedBy)")
+            if stored.whenInUse {
+                guard userInUse else {
+                    return AuthorizationState(status: .authorizedWhenInUse, accuracy: nil,
+                                              reason: "When In Use, and the user has no active login session: nothing is sent until one is active",
+                                              inUse: false)
+                }
+                result = AuthorizationState(status: .authorizedWhenInUse, accuracy: min(stored.accuracy, rule.accuracy),
+                                            reason: "When-In-Use grant by \(stored.decidedBy); the user has an active login session")
+            } else {
+                result = AuthorizationState(status: .authorizedPersistent, accuracy: min(stored.accuracy, rule.accuracy),
+                                            reason: "persistent grant by \(stored.decidedBy)")
+            }
         } else if rule.access == .always {
             result = AuthorizationState(status: .authorizedPersistent, accuracy: rule.accuracy, reason: "\(rule.source) allows always")
         } else if let once = session.once, now >= once.expires {
@@ -116,10 +155,11 @@ public enum Policy {
 
     /// Decides a request. The request's accuracy is weighed as the session's new ceiling
     /// (`SessionAuthorization.asking(_:)`): the caller keeps that session unless the decision is `invalid`.
+    /// Always (`persistent`) asked by a client authorized When In Use is put to the agents as an upgrade.
     public static func decide(_ request: PolicyRequest, identity: ClientIdentity, session: SessionAuthorization,
-                              rules: PolicyRules, grants: GrantSet, now: Double) -> PolicyDecision {
+                              rules: PolicyRules, grants: GrantSet, now: Double, userInUse: Bool = true) -> PolicyDecision {
         let session = session.asking(request)
-        let current = state(identity, session: session, rules: rules, grants: grants, now: now)
+        let current = state(identity, session: session, rules: rules, grants: grants, now: now, userInUse: userInUse)
         let rule = rules.effective(for: identity)
         switch request {
         case let .authorize(kind, requested):
@@ -131,6 +171,12 @@ public enum Policy {
             case .authorizedPersistent:
                 return .authorized(current)
             case .authorizedOnce where kind == .once:
+                return .authorized(current)
+            case .authorizedWhenInUse where kind == .persistent && rule.access == .ask:
+                // Always only on top of When In Use, as Core Location asks for it: the agent sees an upgrade.
+                return .ask(AgentQuestion(subject: .authorization(.persistent), accuracy: min(requested, rule.accuracy),
+                                          purpose: rules.rule(for: identity)?.usage.always, upgrade: true))
+            case .authorizedWhenInUse:
                 return .authorized(current)
             default:
                 break
@@ -147,7 +193,9 @@ public enum Policy {
             case .once:
                 return .grantOnce(accuracy, usingPreapproval: nil)
             case .ask:
-                return .ask(AgentQuestion(subject: .authorization(kind), accuracy: accuracy, purpose: nil))
+                // The text shown is the administrator's usage text for this kind, never the client's.
+                let usage = rules.rule(for: identity)?.usage.text(for: kind)
+                return .ask(AgentQuestion(subject: .authorization(kind), accuracy: accuracy, purpose: usage))
             case .deny, .always:
                 return .refuse(.restricted, reason: current.reason)  // handled above; kept total
             }
@@ -164,7 +212,7 @@ public enum Policy {
     }
 
     /// Applies an agent's answer to a question about `identity`. A decision to remember ("allow
-    /// always", "deny") is stored for the client's user and program together
+    /// always", "deny", a standing approval) is stored for the client's user and program together
     /// (`GrantSubject.decision(for:)`), so it never decides for another user's clients.
     /// - Parameters:
     ///   - onceLifetime: seconds a one-time grant lasts at most.
@@ -177,22 +225,36 @@ public enum Policy {
             // Temporary full accuracy is full or nothing: an answer that lowers the accuracy to reduced
             // grants no upgrade (the client keeps what it had), as a refusal does.
             switch answer {
-            case .deny, .allowOnce(.reduced?), .allowAlways(.reduced?):
+            case .deny, .allowOnce(.reduced?), .allowOnceStanding(.reduced?), .allowAlways(.reduced?):
                 return AnswerOutcome(session: session, store: nil)
-            case .allowOnce, .allowAlways:
+            case .allowOnce, .allowOnceStanding, .allowAlways:
                 session.temporaryFullAccuracy = key
                 return AnswerOutcome(session: session, store: nil)
             }
-        case .authorization:
+        case .authorization(let kind):
+            if question.upgrade {
+                // Refusing Always, or allowing it for this connection only, leaves When In Use as it is.
+                guard case .allowAlways(let lowered) = answer else { return AnswerOutcome(session: session) }
+                let accuracy = min(question.accuracy, lowered ?? question.accuracy)
+                return AnswerOutcome(session: session, store: PersistentGrant(subject: .decision(for: identity), allowed: true,
+                                                                              accuracy: accuracy, created: now, decidedBy: decidedBy))
+            }
             switch answer {
             case .allowOnce(let lowered):
                 let accuracy = min(question.accuracy, lowered ?? question.accuracy)
                 session.once = SessionGrant(accuracy: accuracy, granted: now, expires: now + onceLifetime)
                 return AnswerOutcome(session: session, store: nil)
+            case .allowOnceStanding(let lowered):
+                let accuracy = min(question.accuracy, lowered ?? question.accuracy)
+                // This connection's grant is the agent's answer; the later ones come from the approval.
+                session.once = SessionGrant(accuracy: accuracy, granted: now, expires: now + onceLifetime)
+                return AnswerOutcome(session: session, standing: Preapproval(subject: .decision(for: identity), accuracy: accuracy,
+                                                                              created: now, standing: true, decidedBy: decidedBy))
             case .allowAlways(let lowered):
                 let accuracy = min(question.accuracy, lowered ?? question.accuracy)
                 return AnswerOutcome(session: session, store: PersistentGrant(subject: .decision(for: identity), allowed: true, accuracy: accuracy,
-                                                                              created: now, decidedBy: decidedBy))
+                                                                              created: now, decidedBy: decidedBy,
+                                                                              whenInUse: kind == .whenInUse))
             case .deny:
                 // Remembered, as iOS does not ask again after "Don't Allow".
                 return AnswerOutcome(session: session, store: PersistentGrant(subject: .decision(for: identity), allowed: false, accuracy: .reduced,

@@ -71,11 +71,12 @@ enum AdminService {
         return ServerMessage.Grants(
             persistent: grants.persistent.map { g in
                 ServerMessage.Grants.Stored(subject: target(g.subject), allowed: g.allowed, accuracy: g.accuracy,
-                                            created: time(g.created), expires: g.expires.map(time), decidedBy: g.decidedBy)
+                                            created: time(g.created), expires: g.expires.map(time), decidedBy: g.decidedBy,
+                                            whenInUse: g.whenInUse)
             },
             preapproved: grants.preapprovals.map { p in
                 ServerMessage.Grants.Preapproved(subject: target(p.subject), accuracy: p.accuracy, created: time(p.created),
-                                                 expires: p.expires.map(time))
+                                                 expires: p.expires.map(time), standing: p.standing, decidedBy: p.decidedBy)
             },
             once: once.compactMap { client in
                 guard let grant = client.session.once, wall < grant.expires else { return nil }
@@ -106,7 +107,7 @@ extension ServerState {
             self.answer(ask, answer, accuracy: accuracy, from: id, by: by, at: now)
         case .grants:
             send(id, ServerMessage.grants(grantsMessage(at: now.wall)).encoded())
-        case let .grant(target, kind, accuracy, expires):
+        case let .grant(target, kind, accuracy, expires, standing):
             if let why = AdminService.refusal(target) {
                 send(id, ServerMessage.error(request: "GRANT", message: why))
                 return
@@ -118,15 +119,22 @@ extension ServerState {
                                                        userAliases: AdminService.aliases(of: AdminService.user(of: target)))
             changeGrants(reply: id, request: "GRANT",
                          extra: ServerMessage.Grants(effective: ServerMessage.Grants.Effective(accuracy: effect.accuracy, reason: effect.reason))) {
-                if kind == .once {
+                if standing {
+                    // A standing approval replaces the subject's stored decisions, as an agent's does.
+                    $0.persistent.removeAll { $0.subject == subject }
+                    $0.preapprovals.removeAll { $0.standing && $0.subject == subject }
+                    $0.preapprovals.append(Preapproval(subject: subject, accuracy: level, created: now.wall, expires: until,
+                                                       standing: true, decidedBy: "administrator \(by)"))
+                } else if kind == .once {
                     $0.preapprovals.append(Preapproval(subject: subject, accuracy: level, created: now.wall, expires: until))
                 } else {
+                    $0.preapprovals.removeAll { $0.standing && $0.subject == subject }
                     $0.persistent.removeAll { $0.subject == subject }
                     $0.persistent.append(PersistentGrant(subject: subject, allowed: true, accuracy: level, created: now.wall,
-                                                         expires: until, decidedBy: "administrator \(by)"))
+                                                         expires: until, decidedBy: "administrator \(by)", whenInUse: kind == .whenInUse))
                 }
             }
-            context.store.record(AuditEvent(event: "grant", identity: identity, request: "GRANT \(kind.rawValue) \(subject) \(level.rawValue)",
+            context.store.record(AuditEvent(event: "grant", identity: identity, request: "GRANT \(kind.rawValue)\(standing ? " standing" : "") \(subject) \(level.rawValue)",
                                             status: nil, accuracy: level.rawValue, reason: "by administrator \(by)"), at: now.wall)
             deliver(publisher.reevaluateAll(because: nil, at: now.wall), at: now.wall)
         case let .revoke(target):

@@ -122,7 +122,7 @@ struct AgentBroker: Sendable {
         }
         return ServerMessage.ask(ServerMessage.Ask(id: ask.id, client: client, request: request, purposeKey: purposeKey,
                                                    accuracy: ask.question.accuracy, purpose: ask.question.purpose,
-                                                   timeout: timeout)).encoded()
+                                                   timeout: timeout, upgrade: ask.question.upgrade)).encoded()
     }
 
     /// The ANSWERED message: question `id` was answered (`answer`, by whom), withdrawn or timed out.
@@ -185,7 +185,8 @@ extension ServerState {
         closeQuestion(ask, "timeout", by: "nobody")
     }
 
-    /// ANSWER from an agent: the waiting clients' sessions (and, for "allow always", the grant store)
+    /// ANSWER from an agent: the waiting clients' sessions (and, for "allow always", "deny" and a
+    /// standing approval, the grant store)
     /// change, the clients are told, and every agent hears that the question was answered.
     mutating func answer(_ ask: Int, _ answer: AnswerChoice, accuracy: AccuracyAuthorization?, from agent: Int, by: String,
                          at now: Moment) {
@@ -200,6 +201,7 @@ extension ServerState {
         let parsed: AgentAnswer
         switch answer {
         case .allowOnce: parsed = .allowOnce(accuracy)
+        case .allowOnceStanding: parsed = .allowOnceStanding(accuracy)
         case .allowAlways: parsed = .allowAlways(accuracy)
         case .deny: parsed = .deny
         }
@@ -213,11 +215,21 @@ extension ServerState {
             if let once = outcome.session.once, once != subscriber.session.once {
                 effects.append(.schedule(.onceExpiry(client: client), after: .seconds(max(0, once.expires - now.wall)) + .milliseconds(10)))
             }
+            // A decision replaces the subject's earlier ones: stored decisions and standing approvals.
             if let grant = outcome.store, !stored {
                 stored = true
                 changeGrants(reply: nil, request: "ANSWER") {
                     $0.persistent.removeAll { $0.subject == grant.subject }
+                    $0.preapprovals.removeAll { $0.standing && $0.subject == grant.subject }
                     $0.persistent.append(grant)
+                }
+            }
+            if let standing = outcome.standing, !stored {
+                stored = true
+                changeGrants(reply: nil, request: "ANSWER") {
+                    $0.persistent.removeAll { $0.subject == standing.subject }
+                    $0.preapprovals.removeAll { $0.standing && $0.subject == standing.subject }
+                    $0.preapprovals.append(standing)
                 }
             }
             let state = publisher.authorization(of: client, at: now.wall)

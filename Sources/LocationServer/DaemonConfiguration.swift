@@ -178,6 +178,15 @@ public struct DaemonConfiguration: Sendable {
                         rule.purposes[key] = e.value
                         continue
                     }
+                    if e.key.hasPrefix("usage.") {
+                        guard !e.value.isEmpty else { throw fail(e, "a usage text cannot be empty") }
+                        switch e.key {
+                        case "usage.when-in-use": rule.usage.whenInUse = e.value
+                        case "usage.always": rule.usage.always = e.value
+                        default: throw fail(e, "unknown usage text: give usage.when-in-use or usage.always")
+                        }
+                        continue
+                    }
                     guard Self.clientKeys.contains(e.key) else { throw fail(e, "unknown key in [client \(name)]") }
                     switch e.key {
                     case "executable":

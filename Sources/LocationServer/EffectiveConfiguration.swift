@@ -34,6 +34,8 @@ extension DaemonConfiguration {
             if let v = c.group { s += "group = \(v)\n" }
             if let v = c.unit { s += "unit = \(v)\n" }
             s += "access = \(c.access.rawValue)\naccuracy = \(c.accuracy.rawValue)\n"
+            if let v = c.usage.whenInUse { s += "usage.when-in-use = \(v)\n" }
+            if let v = c.usage.always { s += "usage.always = \(v)\n" }
             for (k, v) in c.purposes.sorted(by: { $0.key < $1.key }) { s += "purpose.\(k) = \(v)\n" }
         }
         return s

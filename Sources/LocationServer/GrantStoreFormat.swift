@@ -22,6 +22,15 @@ import LocationWire
 /// (and `"user"` for an executable or unit limited to one user);
 /// `accuracy` is `AccuracyAuthorization`'s raw value; times are Unix seconds; `expires` is left out when
 /// nil (a `null` reads as nil). Unknown members are ignored, as `JSONDecoder` ignores them.
+///
+/// A standing approval (protocol 1.3) is a pre-approval with `"standing": true` and the `decidedBy` of
+/// the agent or administrator who made it; a pre-approval without `standing` is a single one, used up by
+/// the next connection, as in stores written before standing approvals existed:
+///
+/// ```json
+/// "preapprovals": [{"accuracy": "full", "created": 1700000000, "standing": true, "decidedBy": "agent root (uid 0)",
+///                   "subject": {"executable": {"_0": "/usr/bin/python3.11", "user": "1000"}}}]
+/// ```
 enum GrantStoreFormat {
     /// Why a store's JSON is not a `GrantSet`: `path` is where (`persistent[2].subject`).
     struct FormatError: Error, CustomStringConvertible {
@@ -42,6 +51,8 @@ enum GrantStoreFormat {
                 "decidedBy": .string(grant.decidedBy),
             ]
             members["expires"] = grant.expires.map(JSONValue.init)
+            // Written only for When In Use, so that Always grants read and write as before.
+            if grant.whenInUse { members["whenInUse"] = .bool(true) }
             persistent.append(.object(members))
         }
         var preapprovals: [JSONValue] = []
@@ -52,6 +63,9 @@ enum GrantStoreFormat {
                 "created": JSONValue(preapproval.created),
             ]
             members["expires"] = preapproval.expires.map(JSONValue.init)
+            // Written only for a standing approval, so that single pre-approvals read and write as before.
+            if preapproval.standing { members["standing"] = .bool(true) }
+            members["decidedBy"] = preapproval.decidedBy.map(JSONValue.string)
             preapprovals.append(.object(members))
         }
         return .object(["persistent": .array(persistent), "preapprovals": .array(preapprovals)])
@@ -80,13 +94,14 @@ enum GrantStoreFormat {
             grants.persistent.append(PersistentGrant(
                 subject: try subject(m.required("subject"), path: m.path + ".subject"), allowed: try m.bool("allowed"),
                 accuracy: try m.accuracy(), created: try m.number("created"), expires: try m.optionalNumber("expires"),
-                decidedBy: try m.string("decidedBy")))
+                decidedBy: try m.string("decidedBy"), whenInUse: try m.optionalBool("whenInUse") ?? false))
         }
         for (i, item) in try top.array("preapprovals").enumerated() {
             let m = try Members(item, path: "preapprovals[\(i)]")
             grants.preapprovals.append(Preapproval(
                 subject: try subject(m.required("subject"), path: m.path + ".subject"), accuracy: try m.accuracy(),
-                created: try m.number("created"), expires: try m.optionalNumber("expires")))
+                created: try m.number("created"), expires: try m.optionalNumber("expires"),
+                standing: try m.optionalBool("standing") ?? false, decidedBy: try m.optionalString("decidedBy")))
         }
         return grants
     }
@@ -144,6 +159,11 @@ enum GrantStoreFormat {
         func bool(_ key: String) throws(FormatError) -> Bool {
             guard case .bool(let b) = try required(key) else { throw fail(key, "expected true or false") }
             return b
+        }
+
+        func optionalBool(_ key: String) throws(FormatError) -> Bool? {
+            guard let value = object[key], value != .null else { return nil }
+            return try bool(key)
         }
 
         func number(_ key: String) throws(FormatError) -> Double {

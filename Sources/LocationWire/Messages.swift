@@ -60,8 +60,13 @@ extension ServerMessage {
 
 extension ServerMessage {
     /// `AUTHORIZATION` from the shared vocabulary: `accuracy` only when authorized.
-    public static func authorization(status: AuthorizationStatus, accuracy: AccuracyAuthorization?, reason: String) -> [UInt8] {
-        ServerMessage.authorization(Authorization(status: status, accuracy: accuracy, reason: reason)).encoded()
+    /// - Parameters:
+    ///   - standing: true for a one-time grant a standing approval gave.
+    ///   - inUse: false for a When-In-Use client whose user has no active login session.
+    public static func authorization(status: AuthorizationStatus, accuracy: AccuracyAuthorization?, reason: String,
+                                     standing: Bool = false, inUse: Bool = true) -> [UInt8] {
+        ServerMessage.authorization(Authorization(status: status, accuracy: accuracy, reason: reason, standing: standing,
+                                                  inUse: inUse)).encoded()
     }
 
     /// A generic object from already-encoded member pairs: `{"class":NAME,<members>}`.

@@ -32,11 +32,12 @@ extension Request {
             w.field("id", id)
             w.field("answer", answer.rawValue)
             w.field("accuracy", accuracy?.rawValue)
-        case let .grant(subject, kind, accuracy, expires):
+        case let .grant(subject, kind, accuracy, expires, standing):
             subject.write(to: &w)
             w.field("kind", kind.rawValue)
             w.field("accuracy", accuracy.rawValue)
             w.field("expires", expires)
+            if standing { w.field("standing", true) }
         case .revoke(let subject):
             subject.write(to: &w)
         case let .audit(since, cursor, limit):

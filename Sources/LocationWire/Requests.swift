@@ -4,7 +4,11 @@ public enum ProtocolVersion {
     /// 1: GRANT and REVOKE take `user` together with `executable` or `unit`.
     /// 2: AUDIT answers in pages (`limit`, `cursor` and the reply's `next`), each far below a client's line
     /// limit; a request without `cursor` gets the first page, where a 1.1 daemon sent every event.
-    public static let minor = 2
+    /// 3: standing approvals: the agent's answer `allowOnceStanding`, `GRANT`'s `standing`, `standing`
+    /// in `AUTHORIZATION` and in `GRANTS`' `preapproved[]` entries (with `decidedBy`).
+    /// 4: When In Use: `AUTHORIZE`/`GRANT` kind `whenInUse` (and `always` for `persistent`), status
+    /// `authorizedWhenInUse`, `AUTHORIZATION.inUse`, `ASK.upgrade`, `GRANTS`' `whenInUse`.
+    public static let minor = 4
     /// The largest request line accepted, bytes (newline excluded).
     public static let maximumRequestLength = 16 * 1024
 }
@@ -31,8 +35,10 @@ public enum Request: Equatable, Sendable {
     /// List persistent grants, live one-time grants and pre-approvals (admin).
     case grants
     /// Grant ahead (admin): `kind` once (pre-approve the next connection) or persistent (the default);
-    /// `accuracy` default full; `expires` seconds from now, nil for never.
-    case grant(subject: GrantTarget, kind: AuthorizationKind, accuracy: AccuracyAuthorization, expires: Double?)
+    /// `accuracy` default full; `expires` seconds from now, nil for never; `standing` (kind once only): a
+    /// standing approval, giving every later connection that asks for one-time access a one-time grant.
+    case grant(subject: GrantTarget, kind: AuthorizationKind, accuracy: AccuracyAuthorization, expires: Double?,
+               standing: Bool = false)
     /// Revoke every grant of a subject (admin); takes effect at once.
     case revoke(subject: GrantTarget)
     /// One page of the audit events at or after `since` (Unix seconds), oldest first (admin): the first
@@ -157,8 +163,8 @@ public enum RequestParser {
         case "STATUS":
             return .status
         case "AUTHORIZE":
-            guard let kind = AuthorizationKind(rawValue: members.authorization ?? "once") else {
-                throw RequestError(request: name, message: "authorization must be \"once\" or \"persistent\"")
+            guard let kind = AuthorizationKind(spelling: members.authorization ?? "once") else {
+                throw RequestError(request: name, message: "authorization must be \"once\", \"whenInUse\", \"always\" or \"persistent\"")
             }
             guard let accuracy = AccuracyAuthorization(rawValue: members.accuracy ?? "full") else {
                 throw RequestError(request: name, message: "accuracy must be \"full\" or \"reduced\"")
@@ -176,7 +182,7 @@ public enum RequestParser {
         case "ANSWER":
             guard let id = members.id else { throw RequestError(request: name, message: "id must be the ASK's id") }
             guard let answer = members.answer.flatMap(AnswerChoice.init(rawValue:)) else {
-                throw RequestError(request: name, message: "answer must be \"allowOnce\", \"allowAlways\" or \"deny\"")
+                throw RequestError(request: name, message: "answer must be \"allowOnce\", \"allowOnceStanding\", \"allowAlways\" or \"deny\"")
             }
             var accuracy: AccuracyAuthorization? = nil
             if let text = members.accuracy {
@@ -203,8 +209,8 @@ public enum RequestParser {
             if case let .executable(path, _) = target, !path.hasPrefix("/") {
                 throw RequestError(request: name, message: "executable must be an absolute path, not \"\(path)\"")
             }
-            guard let kind = AuthorizationKind(rawValue: members.kind ?? "persistent") else {
-                throw RequestError(request: name, message: "kind must be \"once\" or \"persistent\"")
+            guard let kind = AuthorizationKind(spelling: members.kind ?? "persistent") else {
+                throw RequestError(request: name, message: "kind must be \"once\", \"whenInUse\", \"always\" or \"persistent\"")
             }
             guard let accuracy = AccuracyAuthorization(rawValue: members.accuracy ?? "full") else {
                 throw RequestError(request: name, message: "accuracy must be \"full\" or \"reduced\"")
@@ -212,7 +218,11 @@ public enum RequestParser {
             if let e = members.expires, !(e > 0) {
                 throw RequestError(request: name, message: "expires must be a number of seconds > 0")
             }
-            return .grant(subject: target, kind: kind, accuracy: accuracy, expires: members.expires)
+            let standing = members.standing ?? false
+            if standing, kind != .once {
+                throw RequestError(request: name, message: "standing needs kind \"once\"")
+            }
+            return .grant(subject: target, kind: kind, accuracy: accuracy, expires: members.expires, standing: standing)
         case "AUDIT":
             if let limit = members.limit, !(1...256).contains(limit) {
                 throw RequestError(request: name, message: "limit must be an integer from 1 to 256")
@@ -241,6 +251,7 @@ public enum RequestParser {
         var user: String?
         var kind: String?
         var expires: Double?
+        var standing: Bool?
         var since: Double?
         var cursor: String?
         var limit: Int?
@@ -279,6 +290,7 @@ public enum RequestParser {
             user = try string("user")
             kind = try string("kind")
             expires = try double("expires")
+            standing = try bool("standing")
             since = try double("since")
             cursor = try string("cursor")
             limit = try integer("limit")

@@ -72,13 +72,15 @@ extension ServerMessage {
             guard let status = try m.enumeration("status", AuthorizationStatus.self) else {
                 throw m.error("status", "is missing")
             }
-            return .authorization(Authorization(status: status, accuracy: try m.accuracy(), reason: try m.string("reason")))
+            return .authorization(Authorization(status: status, accuracy: try m.accuracy(), reason: try m.string("reason"),
+                                                standing: try m.bool("standing") ?? false, inUse: try m.bool("inUse") ?? true))
         case "AGENT":
             return .agent
         case "ASK":
             return .ask(Ask(id: try m.required(m.integer("id"), "id"), client: try m.object("client").map(ClientDescription.init),
                             request: try m.string("request"), purposeKey: try m.string("purposeKey"),
-                            accuracy: try m.accuracy(), purpose: try m.string("purpose"), timeout: try m.number("timeout")))
+                            accuracy: try m.accuracy(), purpose: try m.string("purpose"), timeout: try m.number("timeout"),
+                            upgrade: try m.bool("upgrade") ?? false))
         case "ANSWERED":
             return .answered(Answered(id: try m.required(m.integer("id"), "id"), answer: try m.string("answer"),
                                       by: try m.string("by")))
@@ -111,11 +113,13 @@ extension ServerMessage.Grants {
         self.init(
             persistent: try m.objects("persistent").map { g throws(ServerMessageError) in
                 Stored(subject: try g.subject(), allowed: try g.bool("allowed"), accuracy: try g.accuracy(),
-                       created: try g.time("created"), expires: try g.time("expires"), decidedBy: try g.string("decidedBy"))
+                       created: try g.time("created"), expires: try g.time("expires"), decidedBy: try g.string("decidedBy"),
+                       whenInUse: try g.bool("whenInUse") ?? false)
             },
             preapproved: try m.objects("preapproved").map { p throws(ServerMessageError) in
                 Preapproved(subject: try p.subject(), accuracy: try p.accuracy(), created: try p.time("created"),
-                            expires: try p.time("expires"))
+                            expires: try p.time("expires"), standing: try p.bool("standing") ?? false,
+                            decidedBy: try p.string("decidedBy"))
             },
             once: try m.objects("once").map { o throws(ServerMessageError) in
                 OneTime(pid: try o.integer("pid"), uid: try o.integer("uid"), executable: try o.string("exe"),

@@ -19,10 +19,13 @@ extension ServerMessage {
             public var expires: UTCTime?
             /// Who decided, e.g. `"agent root (uid 0)"`, `"administrator root (uid 0)"` (`decidedBy`).
             public var decidedBy: String?
+            /// True for a When-In-Use grant; false for Always (`whenInUse`, protocol 1.4; absent: false).
+            public var whenInUse: Bool
 
             /// Makes the value; each parameter is the property of the same name (units there).
             public init(subject: GrantTarget?, allowed: Bool?, accuracy: AccuracyAuthorization? = nil,
-                        created: UTCTime? = nil, expires: UTCTime? = nil, decidedBy: String? = nil) {
+                        created: UTCTime? = nil, expires: UTCTime? = nil, decidedBy: String? = nil, whenInUse: Bool = false) {
+                self.whenInUse = whenInUse
                 self.subject = subject
                 self.allowed = allowed
                 self.accuracy = accuracy
@@ -38,11 +41,12 @@ extension ServerMessage {
                 w.field("created", created)
                 w.field("expires", expires)
                 w.field("decidedBy", decidedBy)
+                if whenInUse { w.field("whenInUse", true) }
             }
         }
 
         /// A pre-approved one-time grant: the next connection of the subject asking for one-time access
-        /// gets it without an agent (`preapproved[]`).
+        /// gets it without an agent — or, for a standing approval, every such connection (`preapproved[]`).
         public struct Preapproved: Hashable, Sendable {
             /// Whom it is about (the subject members, as `Stored.subject`).
             public var subject: GrantTarget?
@@ -52,14 +56,22 @@ extension ServerMessage {
             public var created: UTCTime?
             /// When it lapses unused, UTC; nil: never (`expires`).
             public var expires: UTCTime?
+            /// True for a standing approval: not used up, it grants each later connection until revoked
+            /// (`standing`, protocol 1.3; absent: false).
+            public var standing: Bool
+            /// Who made a standing approval, e.g. `"agent root (uid 0)"` (`decidedBy`; absent for a single
+            /// pre-approval).
+            public var decidedBy: String?
 
             /// Makes the value; each parameter is the property of the same name (units there).
             public init(subject: GrantTarget?, accuracy: AccuracyAuthorization? = nil, created: UTCTime? = nil,
-                        expires: UTCTime? = nil) {
+                        expires: UTCTime? = nil, standing: Bool = false, decidedBy: String? = nil) {
                 self.subject = subject
                 self.accuracy = accuracy
                 self.created = created
                 self.expires = expires
+                self.standing = standing
+                self.decidedBy = decidedBy
             }
 
             func writeMembers(to w: inout JSONObjectWriter) {
@@ -67,6 +79,8 @@ extension ServerMessage {
                 w.field("accuracy", accuracy?.rawValue)
                 w.field("created", created)
                 w.field("expires", expires)
+                if standing { w.field("standing", true) }
+                w.field("decidedBy", decidedBy)
             }
         }
 

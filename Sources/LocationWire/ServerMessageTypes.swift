@@ -231,21 +231,27 @@ extension ServerMessage {
         public var id: Int
         /// The client asking (`client`).
         public var client: ClientDescription?
-        /// `once`, `persistent` or `temporaryFullAccuracy` (`request`; text, so that requests a newer
-        /// daemon adds still read).
+        /// `once`, `whenInUse`, `persistent` (Always) or `temporaryFullAccuracy` (`request`; text, so that
+        /// requests a newer daemon adds still read).
         public var request: String?
         /// For temporary full accuracy: the purpose key cited (`purposeKey`).
         public var purposeKey: String?
         /// The accuracy that would be granted, already capped by the client's rule (`accuracy`).
         public var accuracy: AccuracyAuthorization?
-        /// For temporary full accuracy: the config's text for the key (`purpose`).
+        /// The administrator's text from the config (`purpose`): for temporary full accuracy the purpose
+        /// key's; for `once` or `persistent` the client's rule's usage text (`usage.when-in-use`,
+        /// `usage.always`), absent when the rule sets none. Never text the client sent.
         public var purpose: String?
         /// Seconds the daemon waits for an answer (`timeout`).
         public var timeout: Double?
+        /// True when a client authorized When In Use asks for Always (`upgrade`, protocol 1.4; absent:
+        /// false): refusing leaves its When-In-Use grant.
+        public var upgrade: Bool
 
         /// Makes the value; each parameter is the property of the same name (units there).
         public init(id: Int, client: ClientDescription?, request: String?, purposeKey: String? = nil,
-                    accuracy: AccuracyAuthorization? = nil, purpose: String? = nil, timeout: Double? = nil) {
+                    accuracy: AccuracyAuthorization? = nil, purpose: String? = nil, timeout: Double? = nil, upgrade: Bool = false) {
+            self.upgrade = upgrade
             self.id = id
             self.client = client
             self.request = request
@@ -263,6 +269,7 @@ extension ServerMessage {
             w.field("accuracy", accuracy?.rawValue)
             w.field("purpose", purpose)
             w.field("timeout", timeout)
+            if upgrade { w.field("upgrade", true) }
         }
     }
 }

@@ -140,12 +140,21 @@ public enum ServerMessage: Equatable, Sendable {
         public var accuracy: AccuracyAuthorization?
         /// Why, in words (`reason`).
         public var reason: String?
+        /// True when the status is a one-time grant that a standing approval gave, without asking
+        /// (`standing`, protocol 1.3; absent otherwise, read as false).
+        public var standing: Bool
+        /// False for a When-In-Use client while its user has no active login session: it is sent nothing
+        /// until this turns true again (`inUse`, protocol 1.4; written only when false, absent reads true).
+        public var inUse: Bool
 
         /// Makes the value; each parameter is the property of the same name (units there).
-        public init(status: AuthorizationStatus, accuracy: AccuracyAuthorization? = nil, reason: String? = nil) {
+        public init(status: AuthorizationStatus, accuracy: AccuracyAuthorization? = nil, reason: String? = nil,
+                    standing: Bool = false, inUse: Bool = true) {
             self.status = status
             self.accuracy = accuracy
             self.reason = reason
+            self.standing = standing
+            self.inUse = inUse
         }
     }
 
@@ -153,7 +162,7 @@ public enum ServerMessage: Equatable, Sendable {
     public struct Answered: Hashable, Sendable {
         /// The question's id (`id`).
         public var id: Int
-        /// `allowOnce`, `allowAlways`, `deny`, `timeout` or `withdrawn` (`answer`; text, so that
+        /// `allowOnce`, `allowOnceStanding`, `allowAlways`, `deny`, `timeout` or `withdrawn` (`answer`; text, so that
         /// outcomes a newer daemon adds still read).
         public var answer: String?
         /// Who answered, e.g. `"root (uid 0)"`, `"nobody"` on a timeout (`by`).
@@ -313,6 +322,8 @@ extension ServerMessage {
             w.field("status", a.status.rawValue)
             w.field("accuracy", a.accuracy?.rawValue)
             w.field("reason", a.reason)
+            if a.standing { w.field("standing", true) }
+            if !a.inUse { w.field("inUse", false) }
         case .ask(let ask):
             ask.writeMembers(to: &w)
         case .answered(let a):

@@ -23,8 +23,8 @@ public enum AccuracyAuthorization: String, Sendable, Hashable, Codable, Comparab
 }
 
 /// A client's authorization status (`AUTHORIZATION.status`), under Core Location's names
-/// (`CLAuthorizationStatus`), with the daemon's one-time and persistent grants in place of "when in use"
-/// and "always".
+/// (`CLAuthorizationStatus`). Always is spelled `authorizedPersistent` on the wire, as protocol 1.0–1.3
+/// clients read it; `authorizedAlways` names it in Swift.
 public enum AuthorizationStatus: String, Sendable, Hashable, Codable, CaseIterable {
     /// Not asked yet, or a one-time grant ended (the connection's grant expired or was revoked).
     case notDetermined
@@ -36,11 +36,20 @@ public enum AuthorizationStatus: String, Sendable, Hashable, Codable, CaseIterab
     /// Allowed for this connection only, until it closes or the daemon's `once-lifetime` passes
     /// (iOS "Allow Once").
     case authorizedOnce
-    /// Allowed across connections and daemon restarts (a stored grant or an `always` rule).
+    /// Allowed across connections and daemon restarts, whether or not its user is at the machine (a
+    /// stored Always grant, or an `always` rule): Core Location's `authorizedAlways`.
     case authorizedPersistent
+    /// Allowed across connections and restarts while the client's user has an active login session
+    /// (logind's "active": at the seat, in the foreground); while not, nothing is sent and
+    /// `AUTHORIZATION` says `inUse` false (protocol 1.4). Core Location's `authorizedWhenInUse`.
+    case authorizedWhenInUse
 
-    /// True for `authorizedOnce` and `authorizedPersistent`: the daemon sends locations.
-    public var isAuthorized: Bool { self == .authorizedOnce || self == .authorizedPersistent }
+    /// Core Location's name for `authorizedPersistent` (`CLAuthorizationStatus.authorizedAlways`).
+    public static var authorizedAlways: Self { .authorizedPersistent }
+
+    /// True for `authorizedOnce`, `authorizedWhenInUse` and `authorizedPersistent`: the client is
+    /// authorized (a When-In-Use client is sent locations only while its user is active).
+    public var isAuthorized: Bool { self == .authorizedOnce || self == .authorizedPersistent || self == .authorizedWhenInUse }
 }
 
 /// The kind of authorization a client asks for (`AUTHORIZE.authorization`) or an administrator grants
@@ -49,14 +58,30 @@ public enum AuthorizationKind: String, Sendable, Hashable, Codable, CaseIterable
     /// For this connection only, until it closes or `once-lifetime` passes ("Allow Once"); for `GRANT`,
     /// a pre-approval of the subject's next connection that asks for one-time access.
     case once
-    /// Remembered across connections and restarts until revoked ("Allow Always").
+    /// Remembered across connections and restarts until revoked, in use or not: Always. `"always"` is
+    /// read as this too (`init(spelling:)`).
     case persistent
+    /// Remembered across connections and restarts until revoked, used while the client's user has an
+    /// active login session: When In Use (protocol 1.4).
+    case whenInUse
+
+    /// Core Location's name for `persistent` (Always).
+    public static var always: Self { .persistent }
+
+    /// The kind a request names: a raw value, or `"always"` for `persistent`.
+    public init?(spelling: String) {
+        if spelling == "always" { self = .persistent } else { self.init(rawValue: spelling) }
+    }
 }
 
 /// An agent's answer to a question (`ANSWER.answer`).
 public enum AnswerChoice: String, Sendable, Hashable, Codable, CaseIterable {
     /// Allow for the asking connection only ("Allow Once").
     case allowOnce
+    /// Allow for the asking connection, and give each later connection of the same user and program that
+    /// asks for one-time access a one-time grant without asking (a standing approval: CoreLocationUI's
+    /// `LocationButton` once the user confirmed it). Stored until revoked.
+    case allowOnceStanding
     /// Allow and remember, across connections and restarts ("Allow Always").
     case allowAlways
     /// Refuse; the refusal is remembered, so the client's program is not asked about again.

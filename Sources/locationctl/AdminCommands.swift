@@ -106,13 +106,14 @@ enum GrantsCommand {
         var rows = [["GRANT", "SUBJECT", "ACCURACY", "SINCE", "EXPIRES", "DECIDED BY"]]
         for grant in list.persistent {
             let allowed = grant.allowed == true
-            rows.append([allowed ? "always" : "denied", grant.subject?.description ?? "?",
+            rows.append([allowed ? (grant.whenInUse ? "when in use" : "always") : "denied", grant.subject?.description ?? "?",
                          allowed ? grant.accuracy?.rawValue ?? "-" : "-", humanTime(grant.created),
                          grant.expires.map(humanTime) ?? "never", grant.decidedBy ?? "-"])
         }
         for grant in list.preapproved {
-            rows.append(["once, pre-approved", grant.subject?.description ?? "?", grant.accuracy?.rawValue ?? "-",
-                         humanTime(grant.created), grant.expires.map(humanTime) ?? "never", "-"])
+            rows.append([grant.standing ? "once, standing" : "once, pre-approved", grant.subject?.description ?? "?",
+                         grant.accuracy?.rawValue ?? "-", humanTime(grant.created), grant.expires.map(humanTime) ?? "never",
+                         grant.decidedBy ?? "-"])
         }
         for grant in list.once {
             var client = grant.executable ?? grant.unit ?? "?"
@@ -130,13 +131,15 @@ enum GrantsCommand {
 /// `locationctl grant`: allow a program, unit or user ahead of asking.
 enum GrantCommand {
     static let help = """
-        usage: locationctl grant [--executable PATH | --unit NAME] [--user NAME] (--once | --persistent)
+        usage: locationctl grant [--executable PATH | --unit NAME] [--user NAME] (--once [--standing] | --persistent)
                                  [--accuracy full|reduced] [--expires DURATION] [--socket PATH]
 
         Grants location access ahead of asking (root or the daemon's admin-group only).
         --persistent stores an 'always' grant, replacing the subject's stored decision (a remembered
         refusal included); --once pre-approves the next connection of the subject that asks for
-        one-time access ('Allow Once' pressed ahead), used up by that connection. It prints the
+        one-time access ('Allow Once' pressed ahead), used up by that connection; --once --standing
+        makes a standing approval (the LocationButton's): every later connection of the subject that
+        asks for one-time access gets a one-time grant without asking, until revoked. It prints the
         accuracy that will apply: the daemon's rule for the subject may allow less than granted (or
         deny it access), and then says so.
 
@@ -149,6 +152,8 @@ enum GrantCommand {
                               only; alone, every program of the user; the daemon refuses a name
                               that is no user's
           --once              pre-approve one use
+          --standing          (with --once) a standing approval: every later use gets a
+                              one-time grant without asking, until revoked
           --persistent        grant until revoked (or until --expires)
           --accuracy A        'full' (the default) or 'reduced'
           --expires DURATION  the grant lapses after DURATION, e.g. 30s, 15min, 1h, 7d
@@ -166,6 +171,7 @@ enum GrantCommand {
         var kind: AuthorizationKind? = nil
         var accuracy = AccuracyAuthorization.fullAccuracy
         var expires: Double? = nil
+        var standing = false
         var options = OptionReader(arguments)
         let target: GrantSubject
         let grantKind: AuthorizationKind
@@ -182,6 +188,7 @@ enum GrantCommand {
                 case "--accuracy":
                     accuracy = try options.choice(for: option, from: ["full", "reduced"]) == "full" ? .fullAccuracy : .reducedAccuracy
                 case "--expires": expires = try options.duration(for: option)
+                case "--standing": standing = true
                 default:
                     guard try subject.read(option, from: &options) else {
                         throw UsageError(message: "unexpected argument '\(option)'")
@@ -190,13 +197,14 @@ enum GrantCommand {
             }
             target = try subject.required(absolute: true)
             guard let kind else { throw UsageError(message: "give --once or --persistent") }
+            if standing, kind != .once { throw UsageError(message: "--standing goes with --once") }
             grantKind = kind
         } catch {
             return usageFailure("grant", error, help: help)
         }
         return await withClient("grant", socketPath: options.socketPath ?? globalSocketPath) { client in
-            let list = try await client.grant(subject: target, kind: grantKind, accuracy: accuracy, expires: expires)
-            return writeStandardOutput(describe(grantKind, target, accuracy, expires, list.effective)) ? .ok : .ioError
+            let list = try await client.grant(subject: target, kind: grantKind, accuracy: accuracy, expires: expires, standing: standing)
+            return writeStandardOutput(describe(grantKind, target, accuracy, expires, list.effective, standing: standing)) ? .ok : .ioError
         }
     }
 }
@@ -206,8 +214,9 @@ extension GrantCommand {
     /// (the [policy] default allows no more than reduced accuracy)`. The accuracy is the daemon's
     /// `effective` one, the rules applied; the accuracy asked for when the daemon does not say.
     static func describe(_ kind: AuthorizationKind, _ target: GrantSubject, _ accuracy: AccuracyAuthorization, _ expires: Double?,
-                         _ effective: GrantEffect?) -> String {
+                         _ effective: GrantEffect?, standing: Bool = false) -> String {
         var text = kind == .once ? "pre-approved one-time access for \(target)" : "granted persistent access to \(target)"
+        if standing { text = "standing approval of one-time access for \(target), each use without asking" }
         if let effective {
             text += effective.accuracy.map { ", \($0.rawValue) accuracy" } ?? ", which does not apply"
             if let reason = effective.reason { text += " (\(reason))" }

@@ -7,18 +7,23 @@ import LocationWire
 /// `locationctl agent`: answer the daemon's authorization questions, on the terminal or automatically.
 enum AgentCommand {
     static let help = """
-        usage: locationctl agent [--answer once|always|deny] [--count N] [--socket PATH]
+        usage: locationctl agent [--answer once|standing|always|deny] [--count N] [--socket PATH]
 
         Registers with locationd as an agent (root or the daemon's admin-group only): each time a
         program asks for location and the daemon's rule says 'ask', prints who asks — user, uid, pid,
         executable, systemd unit, and the name it declared (display text, not verified) — what it asks
         for (one-time or persistent access, full or reduced accuracy, or temporary full accuracy with
-        the purpose text from the configuration), and asks:
+        the purpose text from the configuration, or the usage text the configuration sets for what is
+        asked: usage.when-in-use, usage.always), and asks:
 
-          [o]nce, [a]lways, [d]eny, [r]educed once, [R]educed always?
+          [o]nce, [s]tanding once, [a]lways, [d]eny, [r]educed once, [R]educed always?
 
         Answers are read from standard input, one line each, so they may be piped in. 'once' allows
-        this connection of the program only; 'always' is remembered (also across restarts); 'deny' is
+        this connection of the program only; 'standing' (allow once, and from now on without asking:
+        the LocationButton's standing approval) allows this connection, and each later connection of
+        the same user's program that asks for one-time access gets a one-time grant without a
+        question, until revoked; 'always' is remembered (as When In Use when the program asked for
+        When In Use: its clients then get locations while their user has an active session) (also across restarts); 'deny' is
         remembered too, and the program is not asked about again; the reduced answers allow with
         reduced accuracy. A line "ANSWERED ..." reports how each question ended (answered here or by
         another agent, timed out, withdrawn). Unanswered questions are refused after the daemon's
@@ -26,7 +31,7 @@ enum AgentCommand {
         input ends.
 
         options:
-          --answer A      answer every question with A ('once', 'always' or 'deny') without asking
+          --answer A      answer every question with A ('once', 'standing', 'always' or 'deny') without asking
                           (for kiosks and tests); standard input is not read
           --count N       exit after giving N answers
           --socket PATH   the daemon's socket (default: $LOCATIOND_SOCKET, else
@@ -38,7 +43,7 @@ enum AgentCommand {
 
         """
 
-    static let prompt = "[o]nce, [a]lways, [d]eny, [r]educed once, [R]educed always? "
+    static let prompt = "[o]nce, [s]tanding once, [a]lways, [d]eny, [r]educed once, [R]educed always? "
 
     /// What the main loop waits for: the daemon's events and the lines typed.
     private enum Input: Sendable {
@@ -59,8 +64,9 @@ enum AgentCommand {
                     writeStandardOutput(help)
                     return .ok
                 case "--answer":
-                    switch try options.choice(for: option, from: ["once", "always", "deny"]) {
+                    switch try options.choice(for: option, from: ["once", "standing", "always", "deny"]) {
                     case "once": automatic = .allowOnce
+                    case "standing": automatic = .allowOnceStanding
                     case "always": automatic = .allowAlways
                     default: automatic = .deny
                     }
@@ -174,11 +180,12 @@ enum AgentCommand {
         return .ok
     }
 
-    /// An answer typed at the prompt: `o`/`once`, `a`/`always`, `d`/`deny`, `r` (reduced once),
+    /// An answer typed at the prompt: `o`/`once`, `s`/`standing`, `a`/`always`, `d`/`deny`, `r` (reduced once),
     /// `R` (reduced always); nil for anything else.
     static func parseChoice(_ line: String) -> (AgentAnswer, AccuracyAuthorization?)? {
         switch String(line.trimmingSpaces) {
         case "o", "O", "once": return (.allowOnce, nil)
+        case "s", "S", "standing": return (.allowOnceStanding, nil)
         case "a", "A", "always": return (.allowAlways, nil)
         case "d", "D", "deny": return (.deny, nil)
         case "r", "reduced once": return (.allowOnce, .reducedAccuracy)
@@ -197,6 +204,8 @@ enum AgentCommand {
         var what: String
         switch question.request {
         case "once": what = "one-time access"
+        case "whenInUse": what = "When-In-Use access (while the user has an active session)"
+        case "persistent" where question.upgrade: what = "an upgrade from When In Use to Always (persistent access)"
         case "persistent": what = "persistent access"
         case "temporaryFullAccuracy": what = "temporary full accuracy"
         default: what = question.request
@@ -218,8 +227,11 @@ enum AgentCommand {
         if let pid = client.pid { user += ", pid \(pid)" }
         text += "  user:     \(user)\n"
         if let unit = client.unit { text += "  unit:     \(DisplayText.escaped(unit))\n" }
-        if question.purposeKey != nil || question.purpose != nil {
+        if question.purposeKey != nil {
             text += "  purpose:  " + (question.purposeKey.map { "\($0): " } ?? "") + (question.purpose ?? "") + "\n"
+        } else if let usage = question.purpose {
+            // The administrator's usage text for the access asked (usage.when-in-use, usage.always).
+            text += "  usage:    " + DisplayText.escaped(usage) + "\n"
         }
         return text
     }

@@ -211,8 +211,8 @@ func humanLine(_ location: Location) -> String {
 
 // MARK: - Authorization (watch, get)
 
-/// `--authorization once|persistent`, `--accuracy full|reduced` and `--purpose KEY`, shared by `watch`
-/// and `get`.
+/// `--authorization once|when-in-use|always|persistent` (`persistent` is `always`), `--accuracy
+/// full|reduced` and `--purpose KEY`, shared by `watch` and `get`.
 struct AuthorizationOptions {
     var kind: AuthorizationKind = .once
     var accuracy: AccuracyAuthorization = .fullAccuracy
@@ -222,7 +222,11 @@ struct AuthorizationOptions {
     mutating func read(_ option: String, from options: inout OptionReader) throws(UsageError) -> Bool {
         switch option {
         case "--authorization":
-            kind = try options.choice(for: option, from: ["once", "persistent"]) == "once" ? .once : .persistent
+            switch try options.choice(for: option, from: ["once", "when-in-use", "always", "persistent"]) {
+            case "once": kind = .once
+            case "when-in-use": kind = .whenInUse
+            default: kind = .always
+            }
         case "--accuracy":
             accuracy = try options.choice(for: option, from: ["full", "reduced"]) == "full" ? .fullAccuracy : .reducedAccuracy
         case "--purpose":
@@ -252,6 +256,11 @@ func authorize(_ client: LocationClient, _ options: AuthorizationOptions, comman
     guard authorization.isAuthorized else {
         writeStandardError("locationctl \(command): not authorized: \(authorization.status.rawValue)"
                            + (authorization.reason.map { " (\($0))" } ?? "") + "\n")
+        return .noPermission
+    }
+    if command == "get", !authorization.inUse {
+        // When In Use while the user has no active session: no location would come.
+        writeStandardError("locationctl get: not in use: \(authorization.reason ?? "the user has no active login session")\n")
         return .noPermission
     }
     guard let key = options.purposeKey, authorization.accuracy != .fullAccuracy else { return nil }

@@ -3,7 +3,7 @@ import LocationClient
 /// `locationctl get`: one fresh location.
 enum GetCommand {
     static let help = """
-        usage: locationctl get [--timeout S] [--json] [--authorization once|persistent]
+        usage: locationctl get [--timeout S] [--json] [--authorization once|when-in-use|always]
                                [--accuracy full|reduced] [--purpose KEY] [--socket PATH]
 
         Asks locationd for authorization (the daemon may ask an agent, a person, first: up to its
@@ -16,8 +16,9 @@ enum GetCommand {
           --timeout S         how long to wait for a fix, seconds, more than 0 and at most 300
                               (default 10)
           --json              print the TPV object exactly as received instead
-          --authorization K   ask for 'once' (this connection only; the default) or 'persistent'
-                              (remembered) authorization
+          --authorization K   ask for 'once' (this connection only; the default), 'when-in-use'
+                              (remembered, used while the user has an active session) or 'always'
+                              (remembered, used always; 'persistent' is the same) authorization
           --accuracy A        ask for 'full' (the default) or 'reduced' accuracy; the daemon's rule
                               may allow less, and never gives more than asked
           --purpose KEY       then ask for temporary full accuracy, citing the purpose KEY that the

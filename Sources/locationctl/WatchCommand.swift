@@ -5,7 +5,7 @@ import LocationWire
 enum WatchCommand {
     static let help = """
         usage: locationctl watch [--count N] [--json] [--min-interval S] [--distance-filter M]
-                                 [--authorization once|persistent] [--accuracy full|reduced]
+                                 [--authorization once|when-in-use|always] [--accuracy full|reduced]
                                  [--purpose KEY] [--socket PATH]
 
         Asks locationd for authorization (the daemon may ask an agent, a person, first: up to its
@@ -25,8 +25,10 @@ enum WatchCommand {
                                  objects for fix changes) instead
           --min-interval S       at most one location every S seconds (default 0: every fix)
           --distance-filter M    only locations at least M metres from the last one printed
-          --authorization K      ask for 'once' (this connection only; the default) or
-                                 'persistent' (remembered) authorization
+          --authorization K      ask for 'once' (this connection only; the default), 'when-in-use'
+                                 (remembered, used while the user has an active session;
+                                 nothing is printed while it has none) or 'always' (remembered,
+                                 used always; 'persistent' is the same) authorization
           --accuracy A           ask for 'full' (the default) or 'reduced' accuracy; the daemon's
                                  rule may allow less, and never gives more than asked
           --purpose KEY          then ask for temporary full accuracy, citing the purpose KEY that

@@ -129,7 +129,7 @@ struct CommandExitCodeTests {
         #expect(refused.stderr.contains("restricted") && refused.stderr.contains("[client kiosk] denies access"))
         #expect(await server.finished())
 
-        #expect(await runLocationctl(["watch", "--authorization", "always"]).status == 64)
+        #expect(await runLocationctl(["watch", "--authorization", "sometimes"]).status == 64)
         #expect(await runLocationctl(["get", "--accuracy", "approximate"]).status == 64)
     }
 
@@ -275,7 +275,7 @@ struct CommandExitCodeTests {
         let out = result.stdout
         for text in ["/usr/bin/navit", "My Navigator", "alice (uid 1000)", "pid 4242", "navit.service", "one-time access at full accuracy",
                      "temporary full accuracy", "Navigation: Turn-by-turn directions need your exact position.",
-                     "[o]nce, [a]lways, [d]eny, [r]educed once, [R]educed always?", "please answer",
+                     "[o]nce, [s]tanding once, [a]lways, [d]eny, [r]educed once, [R]educed always?", "please answer",
                      "ANSWERED 7: allowAlways by root (uid 0)", "ANSWERED 8: deny by root (uid 0)"] {
             #expect(out.contains(text), "missing \(text) in \(out)")
         }

@@ -70,11 +70,12 @@ struct PolicyClientTests {
         }
     }
 
-    @Test("every status name of the protocol decodes; only the two authorized ones are authorized")
+    @Test("every status name of the protocol decodes; only the three authorized ones are authorized")
     func statuses() {
-        let names = ["notDetermined", "denied", "restricted", "authorizedOnce", "authorizedPersistent"]
+        let names = ["notDetermined", "denied", "restricted", "authorizedOnce", "authorizedPersistent", "authorizedWhenInUse"]
         #expect(AuthorizationStatus.allCases.map(\.rawValue) == names)
-        #expect(AuthorizationStatus.allCases.filter(\.isAuthorized) == [.authorizedOnce, .authorizedPersistent])
+        #expect(AuthorizationStatus.allCases.filter(\.isAuthorized) == [.authorizedOnce, .authorizedPersistent, .authorizedWhenInUse])
+        #expect(AuthorizationStatus.authorizedAlways == .authorizedPersistent)
     }
 
     @Test("an AUTHORIZATION with an unknown status is an invalidReply")

@@ -11,7 +11,7 @@ struct ServerMessageEncodingTests {
     @Test("the daemon's functions write the protocol page's lines")
     func documentedBytes() {
         #expect(Self.text(ServerMessage.version(release: "0.1.0")) ==
-                #"{"class":"VERSION","release":"0.1.0","proto_major":1,"proto_minor":2}"# + "\n")
+                #"{"class":"VERSION","release":"0.1.0","proto_major":1,"proto_minor":4}"# + "\n")
         #expect(Self.text(ServerMessage.error(request: "POLL", message: "no fix within 10 s")) ==
                 #"{"class":"ERROR","request":"POLL","message":"no fix within 10 s"}"# + "\n")
         #expect(Self.text(ServerMessage.state(fix: false, reason: "no receiver has a fix")) ==
@@ -95,7 +95,7 @@ struct ServerMessageEncodingTests {
         (#"{"class":"STATUS","receivers":[{"name":"a","speed":9600.5}]}"#, "STATUS", "STATUS.receivers[].speed must be an integer"),
         (#"{"class":"AUTHORIZATION"}"#, "AUTHORIZATION", "AUTHORIZATION.status is missing"),
         (#"{"class":"AUTHORIZATION","status":"authorizedSometimes"}"#, "AUTHORIZATION",
-         "AUTHORIZATION.status must be \"notDetermined\", \"denied\", \"restricted\", \"authorizedOnce\" or \"authorizedPersistent\""),
+         "AUTHORIZATION.status must be \"notDetermined\", \"denied\", \"restricted\", \"authorizedOnce\", \"authorizedPersistent\" or \"authorizedWhenInUse\""),
         (#"{"class":"ASK","client":{}}"#, "ASK", "ASK.id is missing"),
         (#"{"class":"ASK","id":7,"client":"alice"}"#, "ASK", "ASK.client must be an object"),
         (#"{"class":"ANSWERED","answer":"deny"}"#, "ANSWERED", "ANSWERED.id is missing"),

@@ -20,8 +20,11 @@ struct ServerMessageTests {
 
     /// The example lines of docs/PROTOCOL.md, with the values they stand for read off the page.
     static let documented: [(line: String, message: ServerMessage)] = [
-        (#"{"class":"VERSION","release":"0.1.0","proto_major":1,"proto_minor":2}"#,
-         .version(.init(release: "0.1.0", protocolMajor: 1, protocolMinor: 2))),
+        (#"{"class":"VERSION","release":"0.1.0","proto_major":1,"proto_minor":4}"#,
+         .version(.init(release: "0.1.0", protocolMajor: 1, protocolMinor: 4))),
+        (#"{"class":"AUTHORIZATION","status":"authorizedOnce","accuracy":"full","reason":"one-time grant for this connection, from a standing approval","standing":true}"#,
+         .authorization(.init(status: .authorizedOnce, accuracy: .full, reason: "one-time grant for this connection, from a standing approval",
+                              standing: true))),
         (#"{"class":"WATCH","enable":true,"minInterval":1.0,"distanceFilter":10}"#,
          .watch(.init(enable: true, minInterval: 1, distanceFilter: 10))),
         (#"{"class":"POLL","tpv":[{"class":"TPV","mode":3,"time":"2007-04-08T09:53:08.801Z","lat":-27.210781667,"lon":153.05213,"accuracy":"full"}]}"#,

@@ -63,6 +63,9 @@ public final class NativeFront: Sendable {
     private let identityQueue = DispatchQueue(label: "locationd.identity")
     private let store: PolicyStore
     private let log: Log
+    /// logind's monitor of users' login states (When In Use); nil until `start`, or when logind cannot
+    /// be watched.
+    private let logins = Mutex<LoginMonitor?>(nil)
 
     /// - Parameters:
     ///   - listener: the listening Unix socket (bound here or passed by systemd).
@@ -104,6 +107,20 @@ public final class NativeFront: Sendable {
                 source.resume()
             }
         }
+        let monitor = LoginMonitor(queue: identityQueue) { [weak self] in self?.loginsChanged() }
+        if monitor == nil {
+            log.notice("logind cannot be watched: users' sessions are read when they connect only; When-In-Use clients of users without an active session get nothing")
+        }
+        logins.withLock { $0 = monitor }
+    }
+
+    /// logind says a user's login state changed: the connected users' states are asked again (off the
+    /// fan-out queue), and When-In-Use clients pause or resume.
+    private func loginsChanged() {
+        let uids = state.withLock { s in Set(s.publisher.subscribers.ids.compactMap { s.publisher.subscribers[$0]?.identity.uid }) }
+        let states = uids.sorted().map { (uid: $0, inUse: LoginSessions.isInUse($0)) }
+        let now = Moment.now()
+        withState { $0.noteUsers(states, at: now) }
     }
 
     /// Number of connected clients.
@@ -233,8 +250,12 @@ public final class NativeFront: Sendable {
             FileDescriptorOps.close(fd)
             return
         }
+        let inUse = LoginSessions.isInUse(identity.uid)
         let now = Moment.now()
-        withState { _ = $0.admit(fd, identity: identity, gpsd: true, at: now) }
+        withState {
+            $0.noteUsers([(uid: identity.uid, inUse: inUse)], at: now)
+            _ = $0.admit(fd, identity: identity, gpsd: true, at: now)
+        }
     }
 
     /// Reads a new client's identity from the kernel (off the fan-out queue), then admits it.
@@ -256,7 +277,12 @@ public final class NativeFront: Sendable {
             FileDescriptorOps.close(fd)
             return
         }
+        // Whether its user is at the machine, asked here, off the fan-out queue (When In Use).
+        let inUse = LoginSessions.isInUse(identity.uid)
         let now = Moment.now()
-        withState { _ = $0.admit(fd, identity: identity, at: now) }
+        withState {
+            $0.noteUsers([(uid: identity.uid, inUse: inUse)], at: now)
+            _ = $0.admit(fd, identity: identity, at: now)
+        }
     }
 }

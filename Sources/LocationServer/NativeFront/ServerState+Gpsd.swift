@@ -46,7 +46,7 @@ extension ServerState {
     /// at full accuracy, the latest fix); nothing while it may see nothing.
     private mutating func gpsdPollReports(_ id: Int, session: GpsdSession, at now: Moment) -> (tpv: [[UInt8]], sky: [[UInt8]]) {
         let state = publisher.authorization(of: id, at: now.wall)
-        guard state.status.isAuthorized else { return ([], []) }
+        guard state.status.isAuthorized, state.inUse else { return ([], []) }
         if !session.lastTPV.isEmpty { return ([session.lastTPV], session.lastSKY.isEmpty ? [] : [session.lastSKY]) }
         guard state.accuracy == .full, let fix = publisher.reportFix(.full), fix.hasPosition else { return ([], []) }
         refreshDevicePaths()
@@ -60,6 +60,8 @@ extension ServerState {
         let state = publisher.authorization(of: id, at: now.wall)
         if state.status.isAuthorized {
             gpsdStream(id, state, at: now)
+            // When In Use without an active session: gpsd's "no fix" shape until the session is active.
+            if !state.inUse { gpsdFront.blind.insert(id) }
             return
         }
         gpsdFront.blind.insert(id)
@@ -118,6 +120,10 @@ extension ServerState {
             } else if !state.status.isAuthorized {
                 publisher.stopWatching(id)
                 gpsdFront.blind.insert(id)
+            }
+            // When In Use: blind while the user has no active session, streaming again once it has.
+            if state.status.isAuthorized {
+                if state.inUse { gpsdFront.blind.remove(id) } else { gpsdFront.blind.insert(id) }
             }
         case let .watchEnded(id, _):
             connections[id]?.gpsd?.lastTPV = []

@@ -82,6 +82,10 @@ extension ServerState {
     /// timeout is told at once when it is, rather than "no fix" after the timeout while there is one.
     private mutating func poll(_ id: Int, timeout: Duration, at now: Moment) {
         guard let state = requireAuthorization(id, request: "POLL", at: now) else { return }
+        guard state.inUse else {
+            send(id, ServerMessage.error(request: "POLL", message: "not in use: \(state.reason)"))
+            return
+        }
         if state.accuracy == .reduced {
             let wait = publisher.reducedReportDue(of: id, at: now)
             if wait > timeout {
@@ -103,7 +107,7 @@ extension ServerState {
         guard let subscriber = publisher.subscribers[id] else { return }
         let policy = publisher.policy
         let decision = Policy.decide(request, identity: subscriber.identity, session: subscriber.session, rules: policy.rules,
-                                     grants: policy.grants, now: now.wall)
+                                     grants: policy.grants, now: now.wall, userInUse: policy.usersInUse.contains(subscriber.identity.uid))
         // The accuracy asked for is the connection's ceiling from now on (WATCH and POLL included); an
         // invalid request changes nothing.
         if case .invalid = decision {} else { publisher.changeSession(of: id) { $0 = $0.asking(request) } }
@@ -114,9 +118,15 @@ extension ServerState {
             announce(id, state, at: now.wall)
         case let .grantOnce(accuracy, preapproval):
             let lifetime = policy.rules.defaults.onceLifetime
-            publisher.changeSession(of: id) { $0.once = SessionGrant(accuracy: accuracy, granted: now.wall, expires: now.wall + lifetime) }
+            let standing = preapproval.map { policy.grants.preapprovals[$0] }.flatMap { $0.standing ? $0 : nil }
+            publisher.changeSession(of: id) {
+                $0.once = SessionGrant(accuracy: accuracy, granted: now.wall, expires: now.wall + lifetime, standing: standing != nil)
+            }
             var reason = "one-time grant by \(policy.rules.effective(for: subscriber.identity).source)"
-            if let index = preapproval {
+            if let standing {
+                // Not used up: it grants each later connection too, until revoked.
+                reason = "one-time grant from a standing approval by \(standing.decidedBy ?? "an administrator"), without asking"
+            } else if let index = preapproval {
                 reason = "one-time grant pre-approved by an administrator"
                 changeGrants(reply: nil, request: name) { $0.preapprovals.remove(at: index) }
             }

@@ -323,7 +323,7 @@ struct ServerState {
                 if !fix, noFixReason == nil { noFixReason = self.noFixReason() }
                 send(id, ServerMessage.state(fix: fix, reason: fix ? nil : noFixReason))
             case let .authorization(id, state):
-                send(id, ServerMessage.authorization(status: state.status, accuracy: state.accuracy, reason: state.reason))
+                send(id, ServerMessage.authorization(status: state.status, accuracy: state.accuracy, reason: state.reason, standing: state.standing, inUse: state.inUse))
             case let .watchEnded(id, state):
                 send(id, ServerMessage.error(request: "WATCH", message: "not authorized: \(state.reason)"))
             case .audit:

@@ -9,6 +9,9 @@ struct PolicyState: Sendable {
     /// Root and members of this group may run agents and admin commands.
     let adminGroup: String
     private(set) var generation = 1
+    /// The uids whose user has an active login session (logind's "active"), as last asked of logind: their
+    /// When-In-Use clients are sent locations, the others' are not.
+    private(set) var usersInUse: Set<UInt32> = []
     /// The persistent grants' expiry times (Unix seconds), sorted, for `generation`.
     private var expiries: (generation: Int, times: [Double]) = (0, [])
 
@@ -32,7 +35,16 @@ struct PolicyState: Sendable {
 
     /// A client's authorization now (`Policy.state`).
     func state(_ identity: ClientIdentity, _ session: SessionAuthorization, wall: Double) -> AuthorizationState {
-        Policy.state(identity, session: session, rules: rules, grants: grants, now: wall)
+        Policy.state(identity, session: session, rules: rules, grants: grants, now: wall, userInUse: usersInUse.contains(identity.uid))
+    }
+
+    /// Records whether `uid` has an active login session; true when that changed (authorizations are then
+    /// stale: the generation moves on).
+    mutating func setUser(_ uid: UInt32, inUse: Bool) -> Bool {
+        guard usersInUse.contains(uid) != inUse else { return false }
+        if inUse { usersInUse.insert(uid) } else { usersInUse.remove(uid) }
+        generation += 1
+        return true
     }
 
     /// The first persistent-grant expiry after `wall` (Unix seconds), or infinity.

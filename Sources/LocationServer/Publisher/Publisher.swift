@@ -130,8 +130,13 @@ struct Publisher {
                 return
             }
         }
-        if subscriber.announced != nil, let delivery = announce(id, state) { out.append(delivery) }
+        // A When-In-Use client streaming is told when its user's session comes and goes, asked or not.
+        let told = subscriber.announced != nil || (subscriber.wantsReports && state.status == .authorizedWhenInUse)
+        if told, let delivery = announce(id, state) { out.append(delivery) }
     }
+
+    /// Records whether `uid`'s user has an active login session (`PolicyState.setUser`); true when that changed.
+    mutating func setUser(_ uid: UInt32, inUse: Bool) -> Bool { policy.setUser(uid, inUse: inUse) }
 
     /// A client that is no longer authorized stops streaming, its POLLs are dropped, and it is told.
     private mutating func endStreaming(_ id: Int, _ state: AuthorizationState, into out: inout [Delivery]) {
@@ -157,7 +162,8 @@ struct Publisher {
             tellFixLost(index, at: now, into: &out)
             return out
         }
-        let accuracy = state.accuracy ?? .reduced
+        // When In Use without an active session: watching, but nothing is sent until the session is active.
+        guard let accuracy = state.accuracy else { return out }
         guard ensureReport(accuracy, wall: now.wall), paced(index, accuracy, now: now) else { return out }
         stream(index, accuracy, at: now, into: &out)
         return out
@@ -240,7 +246,10 @@ struct Publisher {
         for index in subscribers.indices {
             guard subscribers.entries[index].wantsReports else { continue }
             guard let accuracy = authorizedAccuracy(index, wall: now.wall) else {
-                endStreaming(subscribers.entries[index].id, authorization(of: subscribers.entries[index].id, at: now.wall), into: &out)
+                let state = authorization(of: subscribers.entries[index].id, at: now.wall)
+                // When In Use without an active session: nothing now, the stream resumes with the session.
+                if state.status.isAuthorized, !state.inUse { continue }
+                endStreaming(subscribers.entries[index].id, state, into: &out)
                 continue
             }
             guard ensureReport(accuracy, wall: now.wall), paced(index, accuracy, now: now) else { continue }

@@ -1,0 +1,57 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CSystemd
+import Dispatch
+
+/// Whether a user is at the machine, as systemd-logind tells it through libsystemd (sd-login(3)): "in
+/// use", for When In Use, means the user has an active session — one in the foreground of a seat.
+///
+/// `state(of:)` is the one funnel to logind: tests put their session state there by substituting
+/// libsystemd's own `sd_uid_get_state` and `sd_login_monitor_*` (an `LD_PRELOAD` library), not anything
+/// of ours.
+enum LoginSessions {
+    /// The login state of `uid`, one of logind's words: `active` (logged in, with at least one session
+    /// in the foreground), `online` (logged in, none in the foreground), `lingering`, `offline`,
+    /// `closing` — or a word a newer logind adds. Nil when logind cannot tell (not running, the call
+    /// failed). The corresponding C call is `sd_uid_get_state`.
+    static func state(of uid: UInt32) -> String? {
+        var raw: UnsafeMutablePointer<CChar>? = nil
+        guard sd_uid_get_state(uid_t(uid), &raw) >= 0, let raw else { return nil }
+        defer { free(raw) }
+        return String(cString: raw)
+    }
+
+    /// True when `uid`'s user has an active session (state `active`); false for every other state, an
+    /// unknown one, or no answer: fail closed, a When-In-Use client then gets nothing.
+    static func isInUse(_ uid: UInt32) -> Bool { state(of: uid) == "active" }
+}
+
+/// Tells when users' login states change, without polling: logind's monitor for the `uid` category
+/// (sd_login_monitor_new(3)) is a file descriptor that becomes readable on a change.
+final class LoginMonitor: @unchecked Sendable {
+    private let source: DispatchSourceRead
+
+    /// Starts watching; `changed` runs on `queue` after each change. Nil when logind cannot be watched
+    /// (the call failed: no logind, no /run/systemd).
+    init?(queue: DispatchQueue, changed: @escaping @Sendable () -> Void) {
+        var made: OpaquePointer? = nil
+        guard sd_login_monitor_new("uid", &made) >= 0, let monitor = made else { return nil }
+        let fd = sd_login_monitor_get_fd(monitor)
+        guard fd >= 0 else {
+            sd_login_monitor_unref(monitor)
+            return nil
+        }
+        let handle = UInt(bitPattern: monitor)
+        source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+        source.setEventHandler {
+            // Flushing re-arms the descriptor; the states are asked afresh by `changed`.
+            _ = OpaquePointer(bitPattern: handle).map { sd_login_monitor_flush($0) }
+            changed()
+        }
+        source.setCancelHandler { _ = OpaquePointer(bitPattern: handle).map { sd_login_monitor_unref($0) } }
+        source.resume()
+    }
+
+    deinit { source.cancel() }
+}

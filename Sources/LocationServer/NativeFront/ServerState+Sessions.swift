@@ -1,0 +1,16 @@
+import LocationPolicy
+
+/// When In Use: users' login sessions (logind, `LoginSessions`) decide whether When-In-Use clients are
+/// sent locations.
+extension ServerState {
+    /// Records whether each user has an active login session; clients whose authorization changed with
+    /// it are told (`AUTHORIZATION` with `inUse`), and When-In-Use streams pause or resume.
+    mutating func noteUsers(_ states: [(uid: UInt32, inUse: Bool)], at now: Moment) {
+        var changed = false
+        for (uid, inUse) in states where publisher.setUser(uid, inUse: inUse) {
+            changed = true
+            context.log.info("login session state", ["user.uid": String(uid), "user.inUse": inUse ? "yes" : "no"])
+        }
+        if changed { deliver(publisher.reevaluateAll(because: nil, at: now.wall), at: now.wall) }
+    }
+}

@@ -1,0 +1,115 @@
+import LocationPolicy
+import Testing
+
+/// When In Use vs Always (issue 14), from Core Location's documented behaviour: a When-In-Use app gets
+/// locations only while it is in use — here, while its user has an active login session (logind's
+/// "active": a session in the foreground) — and Always whether or not; Always is asked for on top of
+/// When In Use, and declining the upgrade leaves When In Use. Stores written before keep meaning Always.
+@Suite("When In Use and Always")
+struct WhenInUseTests {
+    static let alice = ClientIdentity(pid: 100, uid: 1000, gid: 1000, user: "alice", groups: ["alice"], executable: "/usr/bin/map")
+    static let now = 1_800_000_000.0
+
+    static func rules(_ access: AccessRule = .ask, usage: UsageTexts = UsageTexts()) -> PolicyRules {
+        var d = PolicyDefaults()
+        d.access = access
+        d.accuracy = .full
+        let rule = ClientRule(name: "map", executable: "/usr/bin/map", access: access, accuracy: .full, usage: usage)
+        return PolicyRules(defaults: d, clients: [rule])
+    }
+
+    static func grant(whenInUse: Bool) -> GrantSet {
+        GrantSet(persistent: [PersistentGrant(subject: .executable("/usr/bin/map", user: "1000"), allowed: true, accuracy: .full,
+                                              created: now, decidedBy: "agent root (uid 0)", whenInUse: whenInUse)])
+    }
+
+    @Test("a stored grant × the user's session: When In Use sends only while active, Always always", arguments: [
+        (true, true, AuthorizationStatus.authorizedWhenInUse, AccuracyAuthorization.full as AccuracyAuthorization?, true),
+        (true, false, .authorizedWhenInUse, nil, false),
+        (false, true, .authorizedAlways, .full, true),
+        (false, false, .authorizedAlways, .full, true),
+    ])
+    func statusBySession(whenInUse: Bool, active: Bool, status: AuthorizationStatus, accuracy: AccuracyAuthorization?, inUse: Bool) {
+        let state = Policy.state(Self.alice, session: .init(), rules: Self.rules(), grants: Self.grant(whenInUse: whenInUse), now: Self.now,
+                                 userInUse: active)
+        #expect(state.status == status && state.accuracy == accuracy && state.inUse == inUse, "\(state)")
+        #expect(state.status.isAuthorized)
+    }
+
+    @Test("switching: the session goes inactive and comes back; nothing is sent in between, and the status stays")
+    func switching() {
+        let grants = Self.grant(whenInUse: true)
+        let seen = [true, false, false, true].map {
+            Policy.state(Self.alice, session: .init(), rules: Self.rules(), grants: grants, now: Self.now, userInUse: $0)
+        }
+        #expect(seen.map(\.accuracy) == [.full, nil, nil, .full])
+        #expect(seen.allSatisfy { $0.status == .authorizedWhenInUse })
+        #expect(seen[1].reason.contains("no active login session"))
+    }
+
+    @Test("a grant from a store written before When In Use is Always, in use or not")
+    func previousStoreMeansAlways() {
+        let old = PersistentGrant(subject: .executable("/usr/bin/map"), allowed: true, accuracy: .full, created: Self.now, decidedBy: "agent")
+        #expect(!old.whenInUse)
+        let state = Policy.state(Self.alice, session: .init(), rules: Self.rules(), grants: GrantSet(persistent: [old]), now: Self.now,
+                                 userInUse: false)
+        #expect(state.status == .authorizedPersistent && state.status == .authorizedAlways && state.accuracy == .full)
+    }
+
+    @Test("asking again: When In Use is kept; Always on top of it goes to the agent as an upgrade with usage.always", arguments: [
+        (AuthorizationKind.whenInUse, AccessRule.ask, "authorized"),
+        (.once, .ask, "authorized"),
+        (.always, .ask, "upgrade"),
+        (.always, .once, "authorized"),  // a rule, not the agent, decides: nothing to ask
+    ])
+    func askingAgain(kind: AuthorizationKind, access: AccessRule, expected: String) {
+        let usage = UsageTexts(whenInUse: "Shows where you are.", always: "Records your trips in the background.")
+        let decision = Policy.decide(.authorize(kind, .full), identity: Self.alice, session: .init(), rules: Self.rules(access, usage: usage),
+                                     grants: Self.grant(whenInUse: true), now: Self.now)
+        switch decision {
+        case .authorized(let state): #expect(expected == "authorized" && state.status == .authorizedWhenInUse)
+        case .ask(let question):
+            #expect(expected == "upgrade")
+            #expect(question == AgentQuestion(subject: .authorization(.always), accuracy: .full, purpose: "Records your trips in the background.",
+                                              upgrade: true))
+        default: Issue.record("\(decision)")
+        }
+    }
+
+    @Test("a client with no grant asking When In Use is asked about with usage.when-in-use, not as an upgrade")
+    func firstAsk() {
+        let usage = UsageTexts(whenInUse: "Shows where you are.", always: "Records your trips in the background.")
+        let decision = Policy.decide(.authorize(.whenInUse, .full), identity: Self.alice, session: .init(), rules: Self.rules(usage: usage),
+                                     grants: GrantSet(), now: Self.now)
+        #expect(decision == .ask(AgentQuestion(subject: .authorization(.whenInUse), accuracy: .full, purpose: "Shows where you are.")))
+    }
+
+    @Test("the agent's answers: allow always to When In Use stores When In Use; to the upgrade, Always; refusing the upgrade keeps When In Use",
+          arguments: [
+        (false, AgentAnswer.allowAlways(nil), "whenInUse"),
+        (true, .allowAlways(nil), "always"),
+        (true, .deny, "nothing"),
+        (true, .allowOnce(nil), "nothing"),
+        (true, .allowOnceStanding(nil), "nothing"),
+    ])
+    func answers(upgrade: Bool, answer: AgentAnswer, stored: String) {
+        let question = AgentQuestion(subject: .authorization(upgrade ? .always : .whenInUse), accuracy: .full, purpose: nil, upgrade: upgrade)
+        let outcome = Policy.apply(answer, to: question, identity: Self.alice, session: .init(), now: Self.now, onceLifetime: 3600,
+                                   decidedBy: "agent root (uid 0)")
+        switch stored {
+        case "nothing":
+            #expect(outcome.store == nil && outcome.standing == nil && outcome.session == SessionAuthorization())
+        default:
+            #expect(outcome.store == PersistentGrant(subject: .executable("/usr/bin/map", user: "1000"), allowed: true, accuracy: .full,
+                                                     created: Self.now, decidedBy: "agent root (uid 0)", whenInUse: stored == "whenInUse"))
+        }
+    }
+
+    @Test("'always' and 'persistent' are one kind, Always; 'whenInUse' is its own")
+    func spellings() {
+        #expect(AuthorizationKind(spelling: "always") == .persistent && AuthorizationKind.always == .persistent)
+        #expect(AuthorizationKind(spelling: "persistent") == .persistent)
+        #expect(AuthorizationKind(spelling: "whenInUse") == .whenInUse)
+        #expect(AuthorizationKind(spelling: "when-in-use") == nil)
+    }
+}
