@@ -79,16 +79,16 @@ public enum Policy {
     /// capped by the rule's ceiling, raised to full by a temporary full-accuracy grant, and never more
     /// precise than the client asked for (`SessionAuthorization.requestedAccuracy`).
     public static func state(_ identity: ClientIdentity, session: SessionAuthorization, rules: PolicyRules,
-                             grants: GrantSet, now: Double) -> AuthorizationState {
+                             grants: GrantSet, now: PolicyTime) -> AuthorizationState {
         let rule = rules.effective(for: identity)
         if rule.access == .deny {
             return AuthorizationState(status: .restricted, accuracy: nil, reason: "\(rule.source) denies access")
         }
         var result: AuthorizationState
-        if let once = session.once, now < once.expires {
+        if let once = session.once, once.holds(at: now) {
             result = AuthorizationState(status: .authorizedOnce, accuracy: min(once.accuracy, rule.accuracy),
                                         reason: "one-time grant for this connection")
-        } else if let stored = grants.persistent(for: identity, at: now) {
+        } else if let stored = grants.persistent(for: identity, at: now.wall) {
             if !stored.allowed {
                 return AuthorizationState(status: .denied, accuracy: nil, reason: "denied by \(stored.decidedBy)")
             }
@@ -96,7 +96,7 @@ public enum Policy {
                                         reason: "persistent grant by \(stored.decidedBy)")
         } else if rule.access == .always {
             result = AuthorizationState(status: .authorizedPersistent, accuracy: rule.accuracy, reason: "\(rule.source) allows always")
-        } else if let once = session.once, now >= once.expires {
+        } else if let once = session.once, !once.holds(at: now) {
             return AuthorizationState(status: .notDetermined, accuracy: nil, reason: "the one-time grant expired")
         } else {
             return AuthorizationState(status: .notDetermined, accuracy: nil, reason: "not authorized yet")
@@ -117,7 +117,7 @@ public enum Policy {
     /// Decides a request. The request's accuracy is weighed as the session's new ceiling
     /// (`SessionAuthorization.asking(_:)`): the caller keeps that session unless the decision is `invalid`.
     public static func decide(_ request: PolicyRequest, identity: ClientIdentity, session: SessionAuthorization,
-                              rules: PolicyRules, grants: GrantSet, now: Double) -> PolicyDecision {
+                              rules: PolicyRules, grants: GrantSet, now: PolicyTime) -> PolicyDecision {
         let session = session.asking(request)
         let current = state(identity, session: session, rules: rules, grants: grants, now: now)
         let rule = rules.effective(for: identity)
@@ -140,7 +140,7 @@ public enum Policy {
                 let always = AuthorizationState(status: .authorizedPersistent, accuracy: rule.accuracy, reason: "\(rule.source) allows always")
                 return .authorized(capped(always, by: session))
             }
-            if let index = grants.preapproval(for: identity, at: now), kind == .once {
+            if let index = grants.preapproval(for: identity, at: now.wall), kind == .once {
                 return .grantOnce(min(accuracy, grants.preapprovals[index].accuracy), usingPreapproval: index)
             }
             switch rule.access {
@@ -170,7 +170,7 @@ public enum Policy {
     ///   - onceLifetime: seconds a one-time grant lasts at most.
     ///   - decidedBy: who answered, stored with a persistent decision.
     public static func apply(_ answer: AgentAnswer, to question: AgentQuestion, identity: ClientIdentity,
-                             session: SessionAuthorization, now: Double, onceLifetime: Double, decidedBy: String) -> AnswerOutcome {
+                             session: SessionAuthorization, now: PolicyTime, onceLifetime: Double, decidedBy: String) -> AnswerOutcome {
         var session = session
         switch question.subject {
         case .temporaryFullAccuracy(let key):
@@ -187,16 +187,16 @@ public enum Policy {
             switch answer {
             case .allowOnce(let lowered):
                 let accuracy = min(question.accuracy, lowered ?? question.accuracy)
-                session.once = SessionGrant(accuracy: accuracy, granted: now, expires: now + onceLifetime)
+                session.once = SessionGrant(accuracy: accuracy, at: now, lifetime: onceLifetime)
                 return AnswerOutcome(session: session, store: nil)
             case .allowAlways(let lowered):
                 let accuracy = min(question.accuracy, lowered ?? question.accuracy)
                 return AnswerOutcome(session: session, store: PersistentGrant(subject: .decision(for: identity), allowed: true, accuracy: accuracy,
-                                                                              created: now, decidedBy: decidedBy))
+                                                                              created: now.wall, decidedBy: decidedBy))
             case .deny:
                 // Remembered, as iOS does not ask again after "Don't Allow".
                 return AnswerOutcome(session: session, store: PersistentGrant(subject: .decision(for: identity), allowed: false, accuracy: .reduced,
-                                                                              created: now, decidedBy: decidedBy))
+                                                                              created: now.wall, decidedBy: decidedBy))
             }
         }
     }

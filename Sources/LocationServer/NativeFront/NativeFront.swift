@@ -118,7 +118,7 @@ public final class NativeFront: Sendable {
         let gridChanged = state.withLock { $0.publisher.fudger.gridMeters != rules.defaults.reducedGrid }
         let fudger = gridChanged ? store.fudger(gridMeters: rules.defaults.reducedGrid) : nil
         let now = Moment.now()
-        withState { s in s.deliver(s.publisher.replaceRules(rules, fudger: fudger, at: now.wall), at: now.wall) }
+        withState { s in s.deliver(s.publisher.replaceRules(rules, fudger: fudger, at: now), at: now.wall) }
     }
 
     /// Stops accepting, tells every client why, closes them, and flushes the audit file.

@@ -30,7 +30,7 @@ extension ServerState {
             if let name { publisher.setDisplayName(AuditText.name(name), of: id) }
             authorize(id, .authorize(kind, accuracy), request: "AUTHORIZE", at: now)
         case .authorization:
-            let state = publisher.authorization(of: id, at: now.wall)
+            let state = publisher.authorization(of: id, at: now)
             if let delivery = publisher.announce(id, state, force: true) { deliver([delivery], at: now.wall) }
         case let .fullAccuracy(key):
             authorize(id, .temporaryFullAccuracy(purposeKey: key), request: "FULLACCURACY", at: now)
@@ -44,7 +44,7 @@ extension ServerState {
     /// an admin sees them all.
     private mutating func status(_ id: Int, at now: Moment) {
         guard let identity = connections[id]?.identity else { return }
-        let state = publisher.authorization(of: id, at: now.wall)
+        let state = publisher.authorization(of: id, at: now)
         let accuracy: AccuracyAuthorization? = publisher.policy.isAdmin(identity) ? .full
             : (state.status.isAuthorized ? state.accuracy : nil)
         let mode = accuracy.flatMap { publisher.modeShown(to: id, accuracy: $0) }
@@ -56,7 +56,7 @@ extension ServerState {
     /// The client's authorization for a location request; an unauthorized client gets its status, then
     /// an ERROR — never a location — and the refusal is audited (within the user's budget: `PolicyStore.record`).
     private mutating func requireAuthorization(_ id: Int, request: String, at now: Moment) -> AuthorizationState? {
-        let state = publisher.authorization(of: id, at: now.wall)
+        let state = publisher.authorization(of: id, at: now)
         guard state.status.isAuthorized else {
             audit("decision", id, request: request, status: state.status.rawValue, accuracy: nil, reason: state.reason, at: now.wall)
             if let delivery = publisher.announce(id, state, force: true) { deliver([delivery], at: now.wall) }
@@ -103,7 +103,7 @@ extension ServerState {
         guard let subscriber = publisher.subscribers[id] else { return }
         let policy = publisher.policy
         let decision = Policy.decide(request, identity: subscriber.identity, session: subscriber.session, rules: policy.rules,
-                                     grants: policy.grants, now: now.wall)
+                                     grants: policy.grants, now: now)
         // The accuracy asked for is the connection's ceiling from now on (WATCH and POLL included); an
         // invalid request changes nothing.
         if case .invalid = decision {} else { publisher.changeSession(of: id) { $0 = $0.asking(request) } }
@@ -114,14 +114,14 @@ extension ServerState {
             announce(id, state, at: now.wall)
         case let .grantOnce(accuracy, preapproval):
             let lifetime = policy.rules.defaults.onceLifetime
-            publisher.changeSession(of: id) { $0.once = SessionGrant(accuracy: accuracy, granted: now.wall, expires: now.wall + lifetime) }
+            publisher.changeSession(of: id) { $0.once = SessionGrant(accuracy: accuracy, at: now, lifetime: lifetime) }
             var reason = "one-time grant by \(policy.rules.effective(for: subscriber.identity).source)"
             if let index = preapproval {
                 reason = "one-time grant pre-approved by an administrator"
                 changeGrants(reply: nil, request: name) { $0.preapprovals.remove(at: index) }
             }
             effects.append(.schedule(.onceExpiry(client: id), after: .seconds(lifetime) + .milliseconds(10)))
-            let state = publisher.authorization(of: id, at: now.wall)
+            let state = publisher.authorization(of: id, at: now)
             audit("decision", id, request: name, status: state.status.rawValue, accuracy: state.accuracy?.rawValue,
                   reason: reason, at: now.wall)
             announce(id, state, at: now.wall)

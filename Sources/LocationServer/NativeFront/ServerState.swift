@@ -343,7 +343,7 @@ struct ServerState {
             askTimedOut(ask, at: now)
         case .onceExpiry(let id):
             var out: [Delivery] = []
-            publisher.reevaluate(id, at: now.wall, into: &out)
+            publisher.reevaluate(id, at: now, into: &out)
             deliver(out, at: now.wall)
         case .sweep:
             sweepStuckClients(now: now.monotonic)
@@ -355,7 +355,7 @@ struct ServerState {
             if let error {
                 send(admin, ServerMessage.error(request: request, message: "the grant holds until the daemon stops, but the grant store could not be written: \(error)"))
             } else {
-                var grants = grantsMessage(at: now.wall)
+                var grants = grantsMessage(at: now)
                 grants.effective = extra.effective
                 grants.revoked = extra.revoked
                 send(admin, ServerMessage.grants(grants).encoded())

@@ -31,8 +31,8 @@ struct PolicyState: Sendable {
     }
 
     /// A client's authorization now (`Policy.state`).
-    func state(_ identity: ClientIdentity, _ session: SessionAuthorization, wall: Double) -> AuthorizationState {
-        Policy.state(identity, session: session, rules: rules, grants: grants, now: wall)
+    func state(_ identity: ClientIdentity, _ session: SessionAuthorization, at now: Moment) -> AuthorizationState {
+        Policy.state(identity, session: session, rules: rules, grants: grants, now: now)
     }
 
     /// The first persistent-grant expiry after `wall` (Unix seconds), or infinity.

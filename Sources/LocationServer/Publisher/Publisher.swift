@@ -63,10 +63,10 @@ struct Publisher {
 
     /// New rules (config reload), with a new fudger when the grid changed; clients whose state changed
     /// are told, and those that lost their authorization stop streaming.
-    mutating func replaceRules(_ rules: PolicyRules, fudger newFudger: LocationFudger?, at wall: Double) -> [Delivery] {
+    mutating func replaceRules(_ rules: PolicyRules, fudger newFudger: LocationFudger?, at now: Moment) -> [Delivery] {
         if let newFudger { fudger = newFudger }
         policy.replaceRules(rules)
-        return reevaluateAll(because: nil, at: wall)
+        return reevaluateAll(because: nil, at: now)
     }
 
     /// Changes the grants in memory (the caller has them written durably).
@@ -75,24 +75,24 @@ struct Publisher {
     }
 
     /// A client's authorization now: computed by the policy once, then cached (`AuthorizationCache`).
-    mutating func authorization(of id: Int, at wall: Double) -> AuthorizationState {
+    mutating func authorization(of id: Int, at now: Moment) -> AuthorizationState {
         guard let subscriber = subscribers[id] else {
             return AuthorizationState(status: .notDetermined, accuracy: nil, reason: "not connected")
         }
-        if subscriber.cache.holds(generation: policy.generation, wall: wall), let state = subscriber.profile.cachedState { return state }
-        let state = policy.state(subscriber.identity, subscriber.session, wall: wall)
-        var until = policy.nextGrantExpiry(after: wall)
-        if let once = subscriber.session.once, once.expires > wall { until = min(until, once.expires) }
+        if subscriber.cache.holds(generation: policy.generation, at: now), let state = subscriber.profile.cachedState { return state }
+        let state = policy.state(subscriber.identity, subscriber.session, at: now)
+        let until = policy.nextGrantExpiry(after: now.wall)
+        let ends = subscriber.session.once.flatMap { $0.holds(at: now) ? $0.ends : nil }
         subscriber.profile.cachedState = state
         subscribers[id]?.cache = AuthorizationCache(valid: true, accuracy: state.status.isAuthorized ? state.accuracy : nil,
-                                                    generation: policy.generation, until: until, auditPending: true)
+                                                    generation: policy.generation, until: until, onceEnds: ends, auditPending: true)
         return state
     }
 
     /// The accuracy a client may see now; nil when it may see nothing.
-    private mutating func authorizedAccuracy(of id: Int, at wall: Double) -> AccuracyAuthorization? {
-        if let cache = subscribers[id]?.cache, cache.holds(generation: policy.generation, wall: wall) { return cache.accuracy }
-        _ = authorization(of: id, at: wall)
+    private mutating func authorizedAccuracy(of id: Int, at now: Moment) -> AccuracyAuthorization? {
+        if let cache = subscribers[id]?.cache, cache.holds(generation: policy.generation, at: now) { return cache.accuracy }
+        _ = authorization(of: id, at: now)
         return subscribers[id]?.cache.accuracy
     }
 
@@ -106,16 +106,16 @@ struct Publisher {
     /// After rules or grants changed: every client whose state changed is told; those that lost their
     /// authorization stop streaming at once.
     /// - Parameter because: the reason told to clients that lose their authorization (e.g. a revoke).
-    mutating func reevaluateAll(because: String?, at wall: Double) -> [Delivery] {
+    mutating func reevaluateAll(because: String?, at now: Moment) -> [Delivery] {
         var out: [Delivery] = []
-        for id in subscribers.keys.sorted() { reevaluate(id, because: because, at: wall, into: &out) }
+        for id in subscribers.keys.sorted() { reevaluate(id, because: because, at: now, into: &out) }
         return out
     }
 
     /// One client's authorization looked at again (a one-time grant's lifetime ended, rules changed).
-    mutating func reevaluate(_ id: Int, because: String? = nil, at wall: Double, into out: inout [Delivery]) {
+    mutating func reevaluate(_ id: Int, because: String? = nil, at now: Moment, into out: inout [Delivery]) {
         guard let subscriber = subscribers[id] else { return }
-        var state = authorization(of: id, at: wall)
+        var state = authorization(of: id, at: now)
         if !state.status.isAuthorized {
             if let because { state.reason = because }
             if subscriber.wantsReports {
@@ -238,8 +238,8 @@ struct Publisher {
         while index != subscribers.endIndex {
             defer { subscribers.formIndex(after: &index) }
             guard subscribers.values[index].wantsReports else { continue }
-            guard let accuracy = authorizedAccuracy(index, wall: now.wall) else {
-                endStreaming(subscribers.keys[index], authorization(of: subscribers.keys[index], at: now.wall), into: &out)
+            guard let accuracy = authorizedAccuracy(index, at: now) else {
+                endStreaming(subscribers.keys[index], authorization(of: subscribers.keys[index], at: now), into: &out)
                 continue
             }
             guard ensureReport(accuracy, wall: now.wall), paced(index, accuracy, now: now) else { continue }
@@ -253,12 +253,12 @@ struct Publisher {
     }
 
     /// The accuracy the client at `index` may see now (its cached authorization); nil when none.
-    private mutating func authorizedAccuracy(_ index: Dictionary<Int, Subscriber>.Index, wall: Double) -> AccuracyAuthorization? {
+    private mutating func authorizedAccuracy(_ index: Dictionary<Int, Subscriber>.Index, at now: Moment) -> AccuracyAuthorization? {
         // Read in place: a copy of the cache would retain its state's strings for every client and fix.
-        if subscribers.values[index].cache.holds(generation: policy.generation, wall: wall) {
+        if subscribers.values[index].cache.holds(generation: policy.generation, at: now) {
             return subscribers.values[index].cache.accuracy
         }
-        _ = authorization(of: subscribers.keys[index], at: wall)
+        _ = authorization(of: subscribers.keys[index], at: now)
         return subscribers.values[index].cache.accuracy
     }
 
@@ -290,7 +290,7 @@ struct Publisher {
         }
         guard subscribers.values[index].cache.auditPending else { return }
         subscribers.values[index].cache.auditPending = false
-        let state = authorization(of: subscribers.keys[index], at: now.wall)
+        let state = authorization(of: subscribers.keys[index], at: now)
         let subscriber = subscribers.values[index]
         guard subscriber.auditedDelivery != state else { return }
         subscribers.values[index].auditedDelivery = state
@@ -304,7 +304,7 @@ struct Publisher {
     /// its paced reports would.
     private mutating func tellFixLost(_ index: Dictionary<Int, Subscriber>.Index, at now: Moment, into out: inout [Delivery]) {
         guard subscribers.values[index].toldFix != false else { return }
-        if authorizedAccuracy(index, wall: now.wall) == .reduced,
+        if authorizedAccuracy(index, at: now) == .reduced,
            !pacing.isDue(subscribers.values[index].pacingKey, now: now.monotonic, interval: reducedInterval) {
             return
         }
