@@ -152,7 +152,22 @@ struct Publisher {
         }
         let accuracy = state.accuracy ?? .reduced
         guard ensureReport(accuracy, wall: now.wall), paced(index, accuracy, now: now) else { return out }
+        let key = subscribers.values[index].pacingKey
+        let startsInterval = accuracy == .reduced
+            && pacing.startsInterval(key, report: report.serial, now: now.monotonic, interval: reducedInterval)
         stream(index, accuracy, at: now, into: &out)
+        // A reduced report that starts the user's next interval goes to all of the user's reduced clients,
+        // as a fix's would: given to this one alone, the others would never get it (the next fix is another
+        // report, held until the interval has passed again) and would miss a report of the cadence.
+        if startsInterval {
+            var other = subscribers.startIndex
+            while other != subscribers.endIndex {
+                if other != index, subscribers.values[other].pacingKey == key, authorizedAccuracy(other, at: now) == .reduced {
+                    deliverCurrentReport(other, at: now, into: &out)
+                }
+                subscribers.formIndex(after: &other)
+            }
+        }
         return out
     }
 
@@ -236,20 +251,26 @@ struct Publisher {
         }
         report.next()
         while index != subscribers.endIndex {
-            defer { subscribers.formIndex(after: &index) }
-            guard subscribers.values[index].wantsReports else { continue }
-            guard let accuracy = authorizedAccuracy(index, at: now) else {
-                endStreaming(subscribers.keys[index], authorization(of: subscribers.keys[index], at: now), into: &out)
-                continue
-            }
-            guard ensureReport(accuracy, wall: now.wall), paced(index, accuracy, now: now) else { continue }
-            if !subscribers.values[index].pendingPolls.isEmpty {
-                dropPolls(index)
-                out.append(.pollReply(to: subscribers.keys[index], accuracy))
-                noteDelivery(index, accuracy, at: now, into: &out)
-            }
-            if subscribers.values[index].watching { stream(index, accuracy, at: now, into: &out) }
+            deliverCurrentReport(index, at: now, into: &out)
+            subscribers.formIndex(after: &index)
         }
+    }
+
+    /// The current report to the client at `index`, as far as its authorization, pacing and filters let it:
+    /// its POLLs answered, and streamed to it when it watches; a client no longer authorized stops streaming.
+    private mutating func deliverCurrentReport(_ index: Dictionary<Int, Subscriber>.Index, at now: Moment, into out: inout [Delivery]) {
+        guard subscribers.values[index].wantsReports else { return }
+        guard let accuracy = authorizedAccuracy(index, at: now) else {
+            endStreaming(subscribers.keys[index], authorization(of: subscribers.keys[index], at: now), into: &out)
+            return
+        }
+        guard ensureReport(accuracy, wall: now.wall), paced(index, accuracy, now: now) else { return }
+        if !subscribers.values[index].pendingPolls.isEmpty {
+            dropPolls(index)
+            out.append(.pollReply(to: subscribers.keys[index], accuracy))
+            noteDelivery(index, accuracy, at: now, into: &out)
+        }
+        if subscribers.values[index].watching { stream(index, accuracy, at: now, into: &out) }
     }
 
     /// The accuracy the client at `index` may see now (its cached authorization); nil when none.
