@@ -151,12 +151,14 @@ public final class NativeFront: Sendable {
                 self?.withState { $0.readable(id, at: now) }
             }
             s.connections[id]?.readSource = source
+            s.connections[id]?.closer.adopt(source)
             source.resume()
         case .watchWritable(let id):
             guard let fd = s.connections[id]?.fd, s.connections[id]?.writeSource == nil else { return }
             let source = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
             source.setEventHandler { [weak self] in self?.withState { $0.writable(id) } }
             s.connections[id]?.writeSource = source
+            s.connections[id]?.closer.adopt(source)
             source.resume()
         case let .schedule(event, delay):
             queue.asyncAfter(deadline: .now() + .nanoseconds(Int(delay / .nanoseconds(1)))) { [weak self] in
