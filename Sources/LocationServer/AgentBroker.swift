@@ -210,7 +210,7 @@ extension ServerState {
                                        decidedBy: "agent \(by)")
             publisher.changeSession(of: client) { $0 = outcome.session }
             if let once = outcome.session.once, once != subscriber.session.once {
-                effects.append(.schedule(.onceExpiry(client: client), after: max(.zero, once.ends - now.monotonic) + .milliseconds(10)))
+                scheduleOnceCheck(once.ends, at: now)
             }
             if let grant = outcome.store, !stored {
                 stored = true

@@ -33,8 +33,8 @@ enum Effect: Sendable {
 enum ServerEvent: Sendable {
     case pollTimeout(client: Int, poll: Int, after: Duration)
     case askTimeout(ask: Int)
-    /// A one-time grant's lifetime may have ended.
-    case onceExpiry(client: Int)
+    /// One-time grants' lifetimes may have ended (`scheduleOnceCheck`).
+    case onceExpiries
     /// The stuck-reader sweep.
     case sweep
     /// The accept back-off is over.
@@ -67,6 +67,8 @@ struct ServerState {
     private var deliveries: [Delivery] = []
     /// The gpsd front's error models, encoded reports and unauthorized watchers.
     var gpsdFront = GpsdFrontState()
+    /// When the one timer for one-time grants' ends fires (`scheduleOnceCheck`); nil: none is set.
+    var onceCheck: ContinuousClock.Instant?
 
     init(context: ServerContext, publisher: Publisher) {
         self.context = context
@@ -341,10 +343,8 @@ struct ServerState {
             }
         case .askTimeout(let ask):
             askTimedOut(ask, at: now)
-        case .onceExpiry(let id):
-            var out: [Delivery] = []
-            publisher.reevaluate(id, at: now, into: &out)
-            deliver(out, at: now.wall)
+        case .onceExpiries:
+            checkOnceExpiries(at: now)
         case .sweep:
             sweepStuckClients(now: now.monotonic)
         case .resumeAccepting:
