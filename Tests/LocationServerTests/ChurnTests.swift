@@ -9,11 +9,12 @@ import Testing
 import TestSupport
 
 /// Clients coming and going while the daemon writes to them faster than they read. Found by
-/// `Scripts/soak` (1000 clients churning): the daemon crashed in libdispatch ("Source finalized twice",
-/// `_dispatch_source_refs_finalize_unregistration`) — a client's descriptor was closed while the write
-/// source it had when its output last backed up was still being cancelled, and the kernel gave the number
-/// to the next client. A race: this test makes many such turns; it does not fail every time the bug is
-/// there, but it failed on it.
+/// `Scripts/soak` (1000 clients churning; once in five runs): the daemon crashed in libdispatch
+/// (`_dispatch_source_refs_finalize_unregistration`): a client's descriptor was closed once its current
+/// sources were cancelled, while the write source it had when its output last backed up could still be
+/// unregistering, and the kernel gave the number to the next client. This test drives that path — write
+/// sources made and cancelled, clients leaving right after — hundreds of times, but it is a race: on the
+/// code before the fix it passed in three runs of a debug build. The soak is what caught it.
 @Suite("Client churn", .serialized)
 struct ChurnTests {
     @Test("slow readers with small buffers connect, back up, drain and leave by the hundred; the daemon stays up")
