@@ -170,22 +170,36 @@ public struct GrantSet: Hashable, Sendable, Codable {
     }
 }
 
-/// A grant that lives only as long as its connection.
+/// A grant that lives only as long as its connection, and at most `once-lifetime`: a duration, measured on
+/// the monotonic clock (`ends`), so that setting the wall clock neither ends it early nor stretches it.
 public struct SessionGrant: Hashable, Sendable {
     public var accuracy: AccuracyAuthorization
-    /// Unix seconds.
+    /// Unix seconds, when it was granted (shown to administrators).
     public var granted: Double
-    /// Unix seconds; `once-lifetime` after `granted`.
+    /// Unix seconds, `once-lifetime` after `granted` as the wall clock read then (shown to administrators;
+    /// `ends` decides).
     public var expires: Double
     /// True when a standing approval gave it (no one was asked for this connection).
     public var standing: Bool
+    /// When it ends, on the monotonic clock.
+    public var ends: ContinuousClock.Instant
 
-    public init(accuracy: AccuracyAuthorization, granted: Double, expires: Double, standing: Bool = false) {
+    /// A grant made at `now` for `lifetime` seconds.
+    /// - Parameters:
+    ///   - accuracy: the accuracy granted.
+    ///   - now: when it is granted.
+    ///   - lifetime: how long it lasts at most, seconds (`once-lifetime`).
+    ///   - standing: a standing approval gave it.
+    public init(accuracy: AccuracyAuthorization, at now: PolicyTime, lifetime: Double, standing: Bool = false) {
         self.accuracy = accuracy
-        self.granted = granted
-        self.expires = expires
+        granted = now.wall
+        expires = now.wall + lifetime
+        ends = (now + lifetime).monotonic
         self.standing = standing
     }
+
+    /// Whether it still holds at `now` (monotonic: the wall clock has no say).
+    public func holds(at now: PolicyTime) -> Bool { now.monotonic < ends }
 }
 
 /// What the policy keeps per connection.

@@ -107,17 +107,17 @@ public enum Policy {
     /// `inUse` false: it is sent nothing.
     /// - Parameter userInUse: whether the client's user has an active login session (logind's "active").
     public static func state(_ identity: ClientIdentity, session: SessionAuthorization, rules: PolicyRules,
-                             grants: GrantSet, now: Double, userInUse: Bool = true) -> AuthorizationState {
+                             grants: GrantSet, now: PolicyTime, userInUse: Bool = true) -> AuthorizationState {
         let rule = rules.effective(for: identity)
         if rule.access == .deny {
             return AuthorizationState(status: .restricted, accuracy: nil, reason: "\(rule.source) denies access")
         }
         var result: AuthorizationState
-        if let once = session.once, now < once.expires {
+        if let once = session.once, once.holds(at: now) {
             result = AuthorizationState(status: .authorizedOnce, accuracy: min(once.accuracy, rule.accuracy),
                                         reason: once.standing ? "one-time grant for this connection, from a standing approval"
                                             : "one-time grant for this connection", standing: once.standing)
-        } else if let stored = grants.persistent(for: identity, at: now) {
+        } else if let stored = grants.persistent(for: identity, at: now.wall) {
             if !stored.allowed {
                 return AuthorizationState(status: .denied, accuracy: nil, reason: "denied by \(stored.decidedBy)")
             }
@@ -135,7 +135,7 @@ public enum Policy {
             }
         } else if rule.access == .always {
             result = AuthorizationState(status: .authorizedPersistent, accuracy: rule.accuracy, reason: "\(rule.source) allows always")
-        } else if let once = session.once, now >= once.expires {
+        } else if let once = session.once, !once.holds(at: now) {
             return AuthorizationState(status: .notDetermined, accuracy: nil, reason: "the one-time grant expired")
         } else {
             return AuthorizationState(status: .notDetermined, accuracy: nil, reason: "not authorized yet")
@@ -157,7 +157,7 @@ public enum Policy {
     /// (`SessionAuthorization.asking(_:)`): the caller keeps that session unless the decision is `invalid`.
     /// Always (`persistent`) asked by a client authorized When In Use is put to the agents as an upgrade.
     public static func decide(_ request: PolicyRequest, identity: ClientIdentity, session: SessionAuthorization,
-                              rules: PolicyRules, grants: GrantSet, now: Double, userInUse: Bool = true) -> PolicyDecision {
+                              rules: PolicyRules, grants: GrantSet, now: PolicyTime, userInUse: Bool = true) -> PolicyDecision {
         let session = session.asking(request)
         let current = state(identity, session: session, rules: rules, grants: grants, now: now, userInUse: userInUse)
         let rule = rules.effective(for: identity)
@@ -186,7 +186,7 @@ public enum Policy {
                 let always = AuthorizationState(status: .authorizedPersistent, accuracy: rule.accuracy, reason: "\(rule.source) allows always")
                 return .authorized(capped(always, by: session))
             }
-            if let index = grants.preapproval(for: identity, at: now), kind == .once {
+            if let index = grants.preapproval(for: identity, at: now.wall), kind == .once {
                 return .grantOnce(min(accuracy, grants.preapprovals[index].accuracy), usingPreapproval: index)
             }
             switch rule.access {
@@ -218,7 +218,7 @@ public enum Policy {
     ///   - onceLifetime: seconds a one-time grant lasts at most.
     ///   - decidedBy: who answered, stored with a persistent decision.
     public static func apply(_ answer: AgentAnswer, to question: AgentQuestion, identity: ClientIdentity,
-                             session: SessionAuthorization, now: Double, onceLifetime: Double, decidedBy: String) -> AnswerOutcome {
+                             session: SessionAuthorization, now: PolicyTime, onceLifetime: Double, decidedBy: String) -> AnswerOutcome {
         var session = session
         switch question.subject {
         case .temporaryFullAccuracy(let key):
@@ -237,28 +237,28 @@ public enum Policy {
                 guard case .allowAlways(let lowered) = answer else { return AnswerOutcome(session: session) }
                 let accuracy = min(question.accuracy, lowered ?? question.accuracy)
                 return AnswerOutcome(session: session, store: PersistentGrant(subject: .decision(for: identity), allowed: true,
-                                                                              accuracy: accuracy, created: now, decidedBy: decidedBy))
+                                                                              accuracy: accuracy, created: now.wall, decidedBy: decidedBy))
             }
             switch answer {
             case .allowOnce(let lowered):
                 let accuracy = min(question.accuracy, lowered ?? question.accuracy)
-                session.once = SessionGrant(accuracy: accuracy, granted: now, expires: now + onceLifetime)
+                session.once = SessionGrant(accuracy: accuracy, at: now, lifetime: onceLifetime)
                 return AnswerOutcome(session: session, store: nil)
             case .allowOnceStanding(let lowered):
                 let accuracy = min(question.accuracy, lowered ?? question.accuracy)
                 // This connection's grant is the agent's answer; the later ones come from the approval.
-                session.once = SessionGrant(accuracy: accuracy, granted: now, expires: now + onceLifetime)
+                session.once = SessionGrant(accuracy: accuracy, at: now, lifetime: onceLifetime)
                 return AnswerOutcome(session: session, standing: Preapproval(subject: .decision(for: identity), accuracy: accuracy,
-                                                                              created: now, standing: true, decidedBy: decidedBy))
+                                                                              created: now.wall, standing: true, decidedBy: decidedBy))
             case .allowAlways(let lowered):
                 let accuracy = min(question.accuracy, lowered ?? question.accuracy)
                 return AnswerOutcome(session: session, store: PersistentGrant(subject: .decision(for: identity), allowed: true, accuracy: accuracy,
-                                                                              created: now, decidedBy: decidedBy,
+                                                                              created: now.wall, decidedBy: decidedBy,
                                                                               whenInUse: kind == .whenInUse))
             case .deny:
                 // Remembered, as iOS does not ask again after "Don't Allow".
                 return AnswerOutcome(session: session, store: PersistentGrant(subject: .decision(for: identity), allowed: false, accuracy: .reduced,
-                                                                              created: now, decidedBy: decidedBy))
+                                                                              created: now.wall, decidedBy: decidedBy))
             }
         }
     }

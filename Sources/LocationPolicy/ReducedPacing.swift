@@ -40,6 +40,13 @@ public struct ReducedPacing: Sendable {
         return entry.report == report || now - entry.at >= interval
     }
 
+    /// Whether report number `report` going to `key` at `now` would start a new interval: it is due, and it
+    /// is not the report `key` last had (that one's interval started when it was first given).
+    public func startsInterval(_ key: Key, report: UInt64, now: ContinuousClock.Instant, interval: Duration) -> Bool {
+        guard let entry = last[key] else { return true }
+        return entry.report != report && now - entry.at >= interval
+    }
+
     /// Whether `key`'s next report is due at `now`: none yet, or `interval` since its last.
     public func isDue(_ key: Key, now: ContinuousClock.Instant, interval: Duration) -> Bool {
         timeUntilDue(key, now: now, interval: interval) == .zero

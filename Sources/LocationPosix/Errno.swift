@@ -35,6 +35,8 @@ public struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     public static let fileTooLarge = Errno(rawValue: EFBIG)
     public static let isADirectory = Errno(rawValue: EISDIR)
     public static let noSuchProcess = Errno(rawValue: ESRCH)
+    /// ENOSPC: the filesystem is full.
+    public static let noSpaceLeftOnDevice = Errno(rawValue: ENOSPC)
 
     /// True for the errors a vanished device gives: USB unplug, pty master closed.
     public var meansDeviceGone: Bool {

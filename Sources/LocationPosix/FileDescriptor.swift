@@ -64,6 +64,14 @@ public enum FileDescriptorOps {
         funnel(.lseek) { Int(Glibc.lseek(fd, off_t(offset), SEEK_SET)) }
     }
 
+    /// ftruncate(2): cuts (or extends) the file to `size` bytes.
+    /// - Parameters:
+    ///   - fd: an open, writable file.
+    ///   - size: the new size, bytes.
+    public static func truncate(_ fd: Int32, toSize size: Int) -> Result<Void, Errno> {
+        funnel(.ftruncate) { Glibc.ftruncate(fd, off_t(size)) }.map { _ in () }
+    }
+
     /// fstat(2): the file's size in bytes.
     public static func size(_ fd: Int32) -> Result<Int, Errno> {
         var st = Glibc.stat()

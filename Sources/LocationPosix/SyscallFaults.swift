@@ -6,7 +6,7 @@ import Synchronization
 /// The system calls that go through the funnel (`FileDescriptorOps`, `OwnedFileDescriptor`), by name:
 /// what a test names to inject a fault at one of them.
 public enum Syscall: String, Hashable, Sendable, CaseIterable {
-    case open, read, write, fsync, rename, unlink, mkdir, lseek, readlink, stat, poll, pipe, fcntl
+    case open, read, write, fsync, ftruncate, rename, unlink, mkdir, lseek, readlink, stat, poll, pipe, fcntl
     case socket, bind, listen, chmod, connect, accept, send, setsockopt, shutdown
     /// getsockname(2)/getpeername(2): the two ends of a connected socket.
     case socketAddress

@@ -59,7 +59,7 @@ enum AdminService {
 
     /// The GRANTS message: persistent grants, pre-approvals, and the live one-time grants.
     static func grantsMessage(_ grants: GrantSet, once: [(identity: ClientIdentity, session: SessionAuthorization)],
-                              at wall: Double) -> ServerMessage.Grants {
+                              at now: Moment) -> ServerMessage.Grants {
         func target(_ s: GrantSubject) -> GrantTarget {
             switch s {
             case let .executable(e, user): return .executable(e, user: user)
@@ -79,12 +79,15 @@ enum AdminService {
                                                  expires: p.expires.map(time), standing: p.standing, decidedBy: p.decidedBy)
             },
             once: once.compactMap { client in
-                guard let grant = client.session.once, wall < grant.expires else { return nil }
+                guard let grant = client.session.once, grant.holds(at: now) else { return nil }
+                // When it ends as the wall clock reads now: the lifetime runs on the monotonic clock.
+                let left = grant.ends - now.monotonic
+                let ends = now.wall + Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18
                 return ServerMessage.Grants.OneTime(
                     pid: Int(client.identity.pid), uid: Int(client.identity.uid), executable: client.identity.executable,
                     unit: client.identity.unit,
                     accuracy: client.session.temporaryFullAccuracy != nil ? .full : grant.accuracy,
-                    granted: time(grant.granted), expires: time(grant.expires))
+                    granted: time(grant.granted), expires: time(ends))
             })
     }
 }
@@ -106,7 +109,7 @@ extension ServerState {
         case let .answer(ask, answer, accuracy):
             self.answer(ask, answer, accuracy: accuracy, from: id, by: by, at: now)
         case .grants:
-            send(id, ServerMessage.grants(grantsMessage(at: now.wall)).encoded())
+            send(id, ServerMessage.grants(grantsMessage(at: now)).encoded())
         case let .grant(target, kind, accuracy, expires, standing):
             if let why = AdminService.refusal(target) {
                 send(id, ServerMessage.error(request: "GRANT", message: why))
@@ -136,7 +139,7 @@ extension ServerState {
             }
             context.store.record(AuditEvent(event: "grant", identity: identity, request: "GRANT \(kind.rawValue)\(standing ? " standing" : "") \(subject) \(level.rawValue)",
                                             status: nil, accuracy: level.rawValue, reason: "by administrator \(by)"), at: now.wall)
-            deliver(publisher.reevaluateAll(because: nil, at: now.wall), at: now.wall)
+            deliver(publisher.reevaluateAll(because: nil, at: now), at: now.wall)
         case let .revoke(target):
             let subject = AdminService.subject(target)
             // A program without a user takes that program's decisions for every user with it, a user
@@ -146,7 +149,7 @@ extension ServerState {
             let revoked = { (stored: GrantSubject) in subject.covers(stored) || alias?.covers(stored) == true }
             // How many grants go, so that the reply can say when there was nothing to revoke.
             var count = publisher.subscribers.filter {
-                subject.matches($0.identity) && ($0.session.once.map { now.wall < $0.expires } == true || $0.session.temporaryFullAccuracy != nil)
+                subject.matches($0.identity) && ($0.session.once?.holds(at: now) == true || $0.session.temporaryFullAccuracy != nil)
             }.count
             let stored = publisher.policy.grants.persistent.count + publisher.policy.grants.preapprovals.count
             let kept = publisher.policy.grants.persistent.filter { !revoked($0.subject) }.count
@@ -163,7 +166,7 @@ extension ServerState {
             context.store.record(AuditEvent(event: "revoke", identity: identity, request: "REVOKE \(subject)", status: nil,
                                             accuracy: nil, reason: "by administrator \(by)" + (count == 0 ? "; there was nothing to revoke" : "")),
                                  at: now.wall)
-            deliver(publisher.reevaluateAll(because: "revoked by administrator \(by)", at: now.wall), at: now.wall)
+            deliver(publisher.reevaluateAll(because: "revoked by administrator \(by)", at: now), at: now.wall)
         case let .audit(since, cursor, limit):
             var after: AuditCursor? = nil
             if let cursor {
@@ -180,10 +183,10 @@ extension ServerState {
     }
 
     /// The GRANTS message as the grants stand now.
-    func grantsMessage(at wall: Double) -> ServerMessage.Grants {
+    func grantsMessage(at now: Moment) -> ServerMessage.Grants {
         let once = publisher.subscribers.ids.sorted().compactMap { id in
             publisher.subscribers[id].map { (identity: $0.identity, session: $0.session) }
         }
-        return AdminService.grantsMessage(publisher.policy.grants, once: once, at: wall)
+        return AdminService.grantsMessage(publisher.policy.grants, once: once, at: now)
     }
 }

@@ -209,11 +209,11 @@ extension ServerState {
         for client in pending.clients {
             guard let subscriber = publisher.subscribers[client] else { continue }
             let outcome = Policy.apply(parsed, to: pending.question, identity: subscriber.identity, session: subscriber.session,
-                                       now: now.wall, onceLifetime: publisher.policy.rules.defaults.onceLifetime,
+                                       now: now, onceLifetime: publisher.policy.rules.defaults.onceLifetime,
                                        decidedBy: "agent \(by)")
             publisher.changeSession(of: client) { $0 = outcome.session }
             if let once = outcome.session.once, once != subscriber.session.once {
-                effects.append(.schedule(.onceExpiry(client: client), after: .seconds(max(0, once.expires - now.wall)) + .milliseconds(10)))
+                scheduleOnceCheck(once.ends, at: now)
             }
             // A decision replaces the subject's earlier ones: stored decisions and standing approvals.
             if let grant = outcome.store, !stored {
@@ -232,7 +232,7 @@ extension ServerState {
                     $0.preapprovals.append(standing)
                 }
             }
-            let state = publisher.authorization(of: client, at: now.wall)
+            let state = publisher.authorization(of: client, at: now)
             audit("decision", client, request: pending.request, status: state.status.rawValue, accuracy: state.accuracy?.rawValue,
                   reason: "agent \(by) answered \(answer.rawValue)", at: now.wall)
             announce(client, state, at: now.wall)
@@ -240,7 +240,7 @@ extension ServerState {
                 send(client, ServerMessage.error(request: "FULLACCURACY", message: "temporary full accuracy denied by the agent"))
             }
         }
-        if stored { deliver(publisher.reevaluateAll(because: nil, at: now.wall), at: now.wall) }
+        if stored { deliver(publisher.reevaluateAll(because: nil, at: now), at: now.wall) }
         closeQuestion(ask, answer.rawValue, by: by)
     }
 }

@@ -38,34 +38,55 @@ public final class AuditLog: @unchecked Sendable {
     }
 
     /// Appends one event line (already JSON, newline added here) to the administrators' file.
-    public func append(_ line: [UInt8]) { append(line, to: .administrators) }
+    /// - Returns: nil, or why the line was not written (see `append(_:to:)`).
+    @discardableResult
+    public func append(_ line: [UInt8]) -> Errno? { append(line, to: .administrators) }
 
     /// Appends one event line (already JSON, newline added here) to `bucket`'s file.
-    func append(_ line: [UInt8], to bucket: AuditBucket) {
+    ///
+    /// A line is written whole or not at all: when the write fails part-way (a full filesystem takes what
+    /// fits in its last block), the file is cut back to its previous end, so that no half record is left
+    /// for the next one to be glued to.
+    /// - Returns: nil, or the errno of the call that kept the line from the file (the line is lost).
+    @discardableResult
+    func append(_ line: [UInt8], to bucket: AuditBucket) -> Errno? {
         let bytes = line + [10]
-        guard var file = file(bucket) else { return }
+        var file: (fd: Int32, size: Int)
+        switch self.file(bucket) {
+        case .success(let open): file = open
+        case .failure(let e): return e
+        }
         if retention.rotates(bucket, size: file.size, adding: bytes.count) {
             FileDescriptorOps.close(file.fd)
             open[bucket] = nil
             let current = directory + "/" + bucket.fileName
             _ = FileDescriptorOps.rename(current, to: current + ".1")
-            guard let fresh = self.file(bucket) else { return }
-            file = fresh
+            switch self.file(bucket) {
+            case .success(let fresh): file = fresh
+            case .failure(let e): return e
+            }
         }
-        if case .success = FileDescriptorOps.writeAll(file.fd, bytes) { open[bucket]?.size = file.size + bytes.count }
+        if case .failure(let e) = FileDescriptorOps.writeAll(file.fd, bytes) {
+            if case .failure = FileDescriptorOps.truncate(file.fd, toSize: file.size) {
+                // Its size is unknown now: reopened (and measured) for the next line.
+                FileDescriptorOps.close(file.fd)
+                open[bucket] = nil
+            }
+            return e
+        }
+        open[bucket]?.size = file.size + bytes.count
+        return nil
     }
 
-    /// The open file of `bucket`, opened (mode 0600, appending) when it is not; nil when it cannot be.
-    private func file(_ bucket: AuditBucket) -> (fd: Int32, size: Int)? {
-        if let file = open[bucket] { return file }
+    /// The open file of `bucket`, opened (mode 0600, appending) when it is not; the errno when it cannot be.
+    private func file(_ bucket: AuditBucket) -> Result<(fd: Int32, size: Int), Errno> {
+        if let file = open[bucket] { return .success(file) }
         if open.count >= maximumOpen { flush(closing: true) }
-        guard case .success(let fd) = FileDescriptorOps.open(directory + "/" + bucket.fileName,
-                                                             flags: O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, mode: 0o600) else {
-            return nil
-        }
+        let opened = FileDescriptorOps.open(directory + "/" + bucket.fileName, flags: O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, mode: 0o600)
+        guard case .success(let fd) = opened else { return opened.map { ($0, 0) } }
         let size = (try? FileDescriptorOps.size(fd).get()) ?? 0
         open[bucket] = (fd, size)
-        return (fd, size)
+        return .success((fd, size))
     }
 
     /// Flushes every open file to disk, closing them when `closing`.

@@ -26,6 +26,8 @@ public final class PolicyStore: Sendable {
         let audit: AuditLog
         /// Records per user and kind and minute (`AuditBudget`); grants and revokes are not counted.
         var budget = AuditBudget()
+        /// Records that could not be written since the last one that could (`noteAudit`).
+        var auditLost = 0
 
         init(grants: GrantStore, audit: AuditLog) {
             self.grants = grants
@@ -83,7 +85,7 @@ public final class PolicyStore: Sendable {
                     event.reason += " (and \(omitted) more \(event.event) events of uid \(uid) before this one, not recorded)"
                 }
             }
-            files.audit.append(Self.line(event, at: wall), to: bucket)
+            Self.noteAudit(files.audit.append(Self.line(event, at: wall), to: bucket), files: files, log: log)
             let identity = event.identity
             log.info("policy \(event.event)", ["client.pid": String(identity.pid), "client.uid": String(identity.uid),
                                                "client.exe": AuditText.bounded(identity.executable) ?? "?",
@@ -115,9 +117,26 @@ public final class PolicyStore: Sendable {
                 client.integer("uid", Int(key.uid))
                 m.object("client", client)
                 m.string("reason", "\(omitted) more \(key.kind) events of uid \(key.uid) not recorded before the daemon stopped")
-                files.audit.append(Array("{".utf8) + m.bytes + Array("}".utf8), to: .user(key.uid))
+                Self.noteAudit(files.audit.append(Array("{".utf8) + m.bytes + Array("}".utf8), to: .user(key.uid)), files: files, log: log)
             }
             files.audit.sync()
+        }
+    }
+
+    /// Counts an audit record that could not be written (`failure`), and says so in the log once — at the
+    /// first loss, not for each record while the disk stays full — and once more when records are written
+    /// again, with how many were lost. Location keeps flowing meanwhile: the audit is written off the
+    /// fan-out path, and a lost record stops nothing.
+    private static func noteAudit(_ failure: Errno?, files: Files, log: Log) {
+        if let failure {
+            if files.auditLost == 0 {
+                log.error("cannot write the audit file; audit records are lost until it can be",
+                          ["path": files.audit.directory, "errno": failure.description])
+            }
+            files.auditLost += 1
+        } else if files.auditLost > 0 {
+            log.notice("the audit file is written again", ["path": files.audit.directory, "audit.lost": String(files.auditLost)])
+            files.auditLost = 0
         }
     }
 

@@ -59,7 +59,7 @@ struct GrantEffectTests {
         let subject = GrantSubject.user("65534")
         let grants = GrantSet(persistent: [PersistentGrant(subject: subject, allowed: true, accuracy: .full, created: 0, decidedBy: "admin")])
         let nobody = ClientIdentity(pid: 9, uid: 65534, gid: 65534, user: "nobody", executable: "/usr/bin/curl")
-        let state = Policy.state(nobody, session: .init(), rules: rules, grants: grants, now: 1)
+        let state = Policy.state(nobody, session: .init(), rules: rules, grants: grants, now: PolicyTime(monotonic: .now, wall: 1))
         let effect = rules.effect(ofGranting: .full, kind: .persistent, to: subject, userAliases: Self.aliases)
         #expect(state.accuracy == effect.accuracy && effect.accuracy == ceiling)
     }

@@ -10,7 +10,7 @@ struct PolicyTests {
                                       executable: "/usr/bin/navit", unit: "navit.service")
     static let stranger = ClientIdentity(pid: 200, uid: 1001, gid: 1001, user: "bob", groups: ["bob"], executable: "/usr/bin/curl")
     static let root = ClientIdentity(pid: 1, uid: 0, gid: 0, user: "root", groups: ["root"], executable: "/usr/bin/sh")
-    static let now = 1_800_000_000.0
+    static let now = PolicyTime(monotonic: .now, wall: 1_800_000_000)
 
     static func rules(default access: AccessRule = .ask, accuracy: AccuracyAuthorization = .reduced, _ clients: [ClientRule] = []) -> PolicyRules {
         var d = PolicyDefaults()
@@ -116,7 +116,7 @@ struct PolicyTests {
         grants.persistent.removeAll()  // revoke
         #expect(Policy.state(Self.navit, session: .init(), rules: r, grants: grants, now: Self.now).status == .notDetermined)
         var expiring = try! #require(outcome.store)
-        expiring.expires = Self.now + 60
+        expiring.expires = Self.now.wall + 60
         #expect(Policy.state(Self.navit, session: .init(), rules: r, grants: GrantSet(persistent: [expiring]), now: Self.now + 61).status == .notDetermined)
     }
 
@@ -132,7 +132,7 @@ struct PolicyTests {
 
     @Test("a deny rule is restricted even with a stored grant; a rule change (reload) applies at once")
     func restrictedBeatsGrants() {
-        let grant = PersistentGrant(subject: .executable("/usr/bin/navit"), allowed: true, accuracy: .full, created: Self.now, decidedBy: "agent")
+        let grant = PersistentGrant(subject: .executable("/usr/bin/navit"), allowed: true, accuracy: .full, created: Self.now.wall, decidedBy: "agent")
         let deny = Self.rules([ClientRule(name: "no-navit", executable: "/usr/bin/navit", access: .deny, accuracy: .full)])
         #expect(Policy.state(Self.navit, session: .init(), rules: deny, grants: GrantSet(persistent: [grant]), now: Self.now).status == .restricted)
         #expect(Policy.state(Self.navit, session: .init(), rules: Self.rules(), grants: GrantSet(persistent: [grant]), now: Self.now).status == .authorizedPersistent)
@@ -140,7 +140,7 @@ struct PolicyTests {
 
     @Test("an administrator's pre-approval grants the next one-time request without asking")
     func preapproval() {
-        let grants = GrantSet(preapprovals: [Preapproval(subject: .executable("/usr/bin/curl"), accuracy: .full, created: Self.now)])
+        let grants = GrantSet(preapprovals: [Preapproval(subject: .executable("/usr/bin/curl"), accuracy: .full, created: Self.now.wall)])
         let d = Policy.decide(.authorize(.once, .full), identity: Self.stranger, session: .init(), rules: Self.rules(default: .ask, accuracy: .full), grants: grants, now: Self.now)
         #expect(d == .grantOnce(.full, usingPreapproval: 0))
     }
@@ -221,7 +221,7 @@ struct PolicyTests {
 
     @Test("subjects without a user — an administrator's choice, or a store written before — match every user, as before")
     func programWithoutUserMatchesEveryone() {
-        let legacy = PersistentGrant(subject: .executable("/usr/bin/python3"), allowed: false, accuracy: .reduced, created: Self.now,
+        let legacy = PersistentGrant(subject: .executable("/usr/bin/python3"), allowed: false, accuracy: .reduced, created: Self.now.wall,
                                      decidedBy: "agent")
         let grants = GrantSet(persistent: [legacy])
         for client in [Self.bobPython, Self.malloryPython] {

@@ -8,7 +8,7 @@ import Testing
 @Suite("Requested accuracy is a ceiling")
 struct RequestedAccuracyTests {
     static let client = ClientIdentity(pid: 300, uid: 1000, gid: 1000, user: "alice", groups: ["alice"], executable: "/usr/bin/navit")
-    static let now = 1_800_000_000.0
+    static let now = PolicyTime(monotonic: .now, wall: 1_800_000_000)
 
     /// How the client came to be authorized.
     enum Source: String, CaseIterable, Sendable {
@@ -30,11 +30,11 @@ struct RequestedAccuracyTests {
         case .alwaysRule:
             return (rules(access: .always, accuracy: allowed), GrantSet(), SessionAuthorization())
         case .storedGrant:
-            let grant = PersistentGrant(subject: .executable("/usr/bin/navit"), allowed: true, accuracy: allowed, created: now - 10,
+            let grant = PersistentGrant(subject: .executable("/usr/bin/navit"), allowed: true, accuracy: allowed, created: now.wall - 10,
                                         decidedBy: "administrator root (uid 0)")
             return (rules(access: .ask, accuracy: .full), GrantSet(persistent: [grant]), SessionAuthorization())
         case .oneTimeGrant:
-            let once = SessionGrant(accuracy: allowed, granted: now - 10, expires: now + 3600)
+            let once = SessionGrant(accuracy: allowed, at: now + -10, lifetime: 3610)
             return (rules(access: .ask, accuracy: .full), GrantSet(), SessionAuthorization(once: once))
         }
     }
@@ -102,7 +102,7 @@ struct RequestedAccuracyTests {
         let ask = Policy.decide(.authorize(.persistent, requested), identity: Self.client, session: .init(),
                                 rules: Self.rules(access: .ask, accuracy: .full), grants: .init(), now: Self.now)
         #expect(ask == .ask(AgentQuestion(subject: .authorization(.persistent), accuracy: requested, purpose: nil)))
-        let preapproved = GrantSet(preapprovals: [Preapproval(subject: .executable("/usr/bin/navit"), accuracy: .full, created: Self.now)])
+        let preapproved = GrantSet(preapprovals: [Preapproval(subject: .executable("/usr/bin/navit"), accuracy: .full, created: Self.now.wall)])
         let used = Policy.decide(.authorize(.once, requested), identity: Self.client, session: .init(),
                                  rules: Self.rules(access: .ask, accuracy: .full), grants: preapproved, now: Self.now)
         #expect(used == .grantOnce(requested, usingPreapproval: 0))

@@ -11,6 +11,8 @@ struct StandingApprovalTests {
     static let bobsMap = ClientIdentity(pid: 200, uid: 1001, gid: 1001, user: "bob", groups: ["bob"], executable: "/usr/bin/map")
     static let alicesCurl = ClientIdentity(pid: 300, uid: 1000, gid: 1000, user: "alice", groups: ["alice"], executable: "/usr/bin/curl")
     static let now = 1_800_000_000.0
+    /// `now` on both clocks (one-time grants last on the monotonic one).
+    static let time = PolicyTime(monotonic: .now, wall: now)
     static let lifetime = 3600.0
 
     static func rules(_ access: AccessRule = .ask, accuracy: AccuracyAuthorization = .full) -> PolicyRules {
@@ -27,19 +29,19 @@ struct StandingApprovalTests {
     @Test("the agent's answer grants the asking connection once, and stores a standing approval for that user's program only")
     func answerStoresApproval() {
         let question = AgentQuestion(subject: .authorization(.once), accuracy: .full, purpose: nil)
-        let outcome = Policy.apply(.allowOnceStanding(nil), to: question, identity: Self.alicesMap, session: .init(), now: Self.now,
+        let outcome = Policy.apply(.allowOnceStanding(nil), to: question, identity: Self.alicesMap, session: .init(), now: Self.time,
                                    onceLifetime: Self.lifetime, decidedBy: "agent root (uid 0)")
-        #expect(outcome.session.once == SessionGrant(accuracy: .full, granted: Self.now, expires: Self.now + Self.lifetime))
+        #expect(outcome.session.once == SessionGrant(accuracy: .full, at: Self.time, lifetime: Self.lifetime))
         #expect(outcome.store == nil, "a standing approval is never a persistent grant")
         #expect(outcome.standing == Self.approval)
-        let state = Policy.state(Self.alicesMap, session: outcome.session, rules: Self.rules(), grants: .init(), now: Self.now)
+        let state = Policy.state(Self.alicesMap, session: outcome.session, rules: Self.rules(), grants: .init(), now: Self.time)
         #expect(state.status == .authorizedOnce && state.accuracy == .full && !state.standing, "this connection's grant came from asking")
     }
 
     @Test("lowering the accuracy in the answer lowers the approval too")
     func loweredAnswer() {
         let question = AgentQuestion(subject: .authorization(.once), accuracy: .full, purpose: nil)
-        let outcome = Policy.apply(.allowOnceStanding(.reduced), to: question, identity: Self.alicesMap, session: .init(), now: Self.now,
+        let outcome = Policy.apply(.allowOnceStanding(.reduced), to: question, identity: Self.alicesMap, session: .init(), now: Self.time,
                                    onceLifetime: Self.lifetime, decidedBy: "agent root (uid 0)")
         #expect(outcome.session.once?.accuracy == .reduced && outcome.standing?.accuracy == .reduced)
     }
@@ -50,7 +52,7 @@ struct StandingApprovalTests {
     ])
     func temporaryFullAccuracyAnswer(answer: AgentAnswer, upgraded: String?) {
         let question = AgentQuestion(subject: .temporaryFullAccuracy(purposeKey: "TurnByTurn"), accuracy: .full, purpose: "text")
-        let outcome = Policy.apply(answer, to: question, identity: Self.alicesMap, session: .init(), now: Self.now,
+        let outcome = Policy.apply(answer, to: question, identity: Self.alicesMap, session: .init(), now: Self.time,
                                    onceLifetime: Self.lifetime, decidedBy: "agent root (uid 0)")
         #expect(outcome.standing == nil && outcome.store == nil)
         #expect(outcome.session.temporaryFullAccuracy == upgraded)
@@ -67,7 +69,7 @@ struct StandingApprovalTests {
     func laterConnection(identity: ClientIdentity, kind: AuthorizationKind, expected: String) {
         let grants = GrantSet(preapprovals: [Self.approval])
         let decision = Policy.decide(.authorize(kind, .full), identity: identity, session: .init(), rules: Self.rules(), grants: grants,
-                                     now: Self.now + 60)
+                                     now: Self.time + 60)
         switch decision {
         case let .grantOnce(accuracy, index): #expect(expected == "once" && accuracy == .full && index == 0)
         case .ask: #expect(expected == "ask")
@@ -80,13 +82,13 @@ struct StandingApprovalTests {
         // The daemon keeps a standing approval (it removes only a single one): the end-to-end test checks that.
         let grants = GrantSet(preapprovals: [Self.approval])
         for connection in 0..<3 {
-            let at = Self.now + Double(connection) * 100
+            let at = Self.time + Double(connection) * 100
             guard case let .grantOnce(accuracy, index?) = Policy.decide(.authorize(.once, .full), identity: Self.alicesMap, session: .init(),
                                                                          rules: Self.rules(), grants: grants, now: at) else {
                 Issue.record("connection \(connection) was not granted once"); return
             }
             #expect(grants.preapprovals[index].standing)
-            let session = SessionAuthorization(once: SessionGrant(accuracy: accuracy, granted: at, expires: at + Self.lifetime, standing: true))
+            let session = SessionAuthorization(once: SessionGrant(accuracy: accuracy, at: at, lifetime: Self.lifetime, standing: true))
             let state = Policy.state(Self.alicesMap, session: session, rules: Self.rules(), grants: grants, now: at)
             #expect(state.status == .authorizedOnce && state.standing && state.accuracy == .full)
             #expect(state.reason.contains("standing approval"))
@@ -103,7 +105,7 @@ struct StandingApprovalTests {
         }
         #expect(!GrantSubject.executable("/usr/bin/map", user: "1001").covers(Self.approval.subject))
         let decision = Policy.decide(.authorize(.once, .full), identity: Self.alicesMap, session: .init(), rules: Self.rules(),
-                                     grants: GrantSet(), now: Self.now)
+                                     grants: GrantSet(), now: Self.time)
         #expect(decision == .ask(AgentQuestion(subject: .authorization(.once), accuracy: .full, purpose: nil)))
     }
 
@@ -114,7 +116,7 @@ struct StandingApprovalTests {
     ])
     func rulesStillApply(access: AccessRule, ceiling: AccuracyAuthorization, expected: String) {
         let decision = Policy.decide(.authorize(.once, .full), identity: Self.alicesMap, session: .init(),
-                                     rules: Self.rules(access, accuracy: ceiling), grants: GrantSet(preapprovals: [Self.approval]), now: Self.now)
+                                     rules: Self.rules(access, accuracy: ceiling), grants: GrantSet(preapprovals: [Self.approval]), now: Self.time)
         let summary: String
         switch decision {
         case .grantOnce(let accuracy, _): summary = "once:\(accuracy.rawValue)"

@@ -9,6 +9,8 @@ import Testing
 struct WhenInUseTests {
     static let alice = ClientIdentity(pid: 100, uid: 1000, gid: 1000, user: "alice", groups: ["alice"], executable: "/usr/bin/map")
     static let now = 1_800_000_000.0
+    /// `now` on both clocks (one-time grants last on the monotonic one).
+    static let time = PolicyTime(monotonic: .now, wall: now)
 
     static func rules(_ access: AccessRule = .ask, usage: UsageTexts = UsageTexts()) -> PolicyRules {
         var d = PolicyDefaults()
@@ -30,7 +32,7 @@ struct WhenInUseTests {
         (false, false, .authorizedAlways, .full, true),
     ])
     func statusBySession(whenInUse: Bool, active: Bool, status: AuthorizationStatus, accuracy: AccuracyAuthorization?, inUse: Bool) {
-        let state = Policy.state(Self.alice, session: .init(), rules: Self.rules(), grants: Self.grant(whenInUse: whenInUse), now: Self.now,
+        let state = Policy.state(Self.alice, session: .init(), rules: Self.rules(), grants: Self.grant(whenInUse: whenInUse), now: Self.time,
                                  userInUse: active)
         #expect(state.status == status && state.accuracy == accuracy && state.inUse == inUse, "\(state)")
         #expect(state.status.isAuthorized)
@@ -40,7 +42,7 @@ struct WhenInUseTests {
     func switching() {
         let grants = Self.grant(whenInUse: true)
         let seen = [true, false, false, true].map {
-            Policy.state(Self.alice, session: .init(), rules: Self.rules(), grants: grants, now: Self.now, userInUse: $0)
+            Policy.state(Self.alice, session: .init(), rules: Self.rules(), grants: grants, now: Self.time, userInUse: $0)
         }
         #expect(seen.map(\.accuracy) == [.full, nil, nil, .full])
         #expect(seen.allSatisfy { $0.status == .authorizedWhenInUse })
@@ -51,7 +53,7 @@ struct WhenInUseTests {
     func previousStoreMeansAlways() {
         let old = PersistentGrant(subject: .executable("/usr/bin/map"), allowed: true, accuracy: .full, created: Self.now, decidedBy: "agent")
         #expect(!old.whenInUse)
-        let state = Policy.state(Self.alice, session: .init(), rules: Self.rules(), grants: GrantSet(persistent: [old]), now: Self.now,
+        let state = Policy.state(Self.alice, session: .init(), rules: Self.rules(), grants: GrantSet(persistent: [old]), now: Self.time,
                                  userInUse: false)
         #expect(state.status == .authorizedPersistent && state.status == .authorizedAlways && state.accuracy == .full)
     }
@@ -65,7 +67,7 @@ struct WhenInUseTests {
     func askingAgain(kind: AuthorizationKind, access: AccessRule, expected: String) {
         let usage = UsageTexts(whenInUse: "Shows where you are.", always: "Records your trips in the background.")
         let decision = Policy.decide(.authorize(kind, .full), identity: Self.alice, session: .init(), rules: Self.rules(access, usage: usage),
-                                     grants: Self.grant(whenInUse: true), now: Self.now)
+                                     grants: Self.grant(whenInUse: true), now: Self.time)
         switch decision {
         case .authorized(let state): #expect(expected == "authorized" && state.status == .authorizedWhenInUse)
         case .ask(let question):
@@ -80,7 +82,7 @@ struct WhenInUseTests {
     func firstAsk() {
         let usage = UsageTexts(whenInUse: "Shows where you are.", always: "Records your trips in the background.")
         let decision = Policy.decide(.authorize(.whenInUse, .full), identity: Self.alice, session: .init(), rules: Self.rules(usage: usage),
-                                     grants: GrantSet(), now: Self.now)
+                                     grants: GrantSet(), now: Self.time)
         #expect(decision == .ask(AgentQuestion(subject: .authorization(.whenInUse), accuracy: .full, purpose: "Shows where you are.")))
     }
 
@@ -94,7 +96,7 @@ struct WhenInUseTests {
     ])
     func answers(upgrade: Bool, answer: AgentAnswer, stored: String) {
         let question = AgentQuestion(subject: .authorization(upgrade ? .always : .whenInUse), accuracy: .full, purpose: nil, upgrade: upgrade)
-        let outcome = Policy.apply(answer, to: question, identity: Self.alice, session: .init(), now: Self.now, onceLifetime: 3600,
+        let outcome = Policy.apply(answer, to: question, identity: Self.alice, session: .init(), now: Self.time, onceLifetime: 3600,
                                    decidedBy: "agent root (uid 0)")
         switch stored {
         case "nothing":

@@ -60,7 +60,7 @@ struct PacedPollTests {
         var p = PublisherTests.publisher()
         p.connect(1, identity: PublisherTests.navit)
         p.changeSession(of: 1) { $0 = $0.asking(.authorize(.once, requested)) }
-        let state = p.authorization(of: 1, at: PublisherTests.moment(0).wall)
+        let state = p.authorization(of: 1, at: PublisherTests.moment(0))
         #expect(state.status == .authorizedPersistent && state.accuracy == requested)
         _ = p.startWatching(1, minInterval: .zero, distanceFilter: 0, state: state, at: PublisherTests.moment(0))
         var out: [Delivery] = []

@@ -53,7 +53,7 @@ struct PublisherTests {
     static func watch(_ p: inout Publisher, _ id: Int, _ identity: ClientIdentity, minInterval: Duration = .zero,
                       distanceFilter: Double = 0, at now: Moment) -> [Delivery] {
         p.connect(id, identity: identity)
-        let state = p.authorization(of: id, at: now.wall)
+        let state = p.authorization(of: id, at: now)
         return p.startWatching(id, minInterval: minInterval, distanceFilter: distanceFilter, state: state, at: now)
     }
 
@@ -240,7 +240,7 @@ struct PublisherTests {
         var out: [Delivery] = []
         p.publish(Self.positioned[0], at: Self.moment(1), into: &out)
         #expect(Self.reports(out).map(\.accuracy) == [.full])
-        let told = p.replaceRules(Self.rules(navitAccuracy: accuracy), fudger: nil, at: Self.moment(2).wall)
+        let told = p.replaceRules(Self.rules(navitAccuracy: accuracy), fudger: nil, at: Self.moment(2))
         #expect(told.isEmpty)  // it never asked, so it is not told; its reports say the accuracy
         out.removeAll()
         p.publish(Self.positioned[1], at: Self.moment(3), into: &out)

@@ -112,7 +112,7 @@ struct StandingStoreTests {
         var rules = PolicyRules()
         rules.defaults.accuracy = .full
         let decision = Policy.decide(.authorize(.once, .full), identity: alicesMap, session: .init(), rules: rules, grants: grants,
-                                     now: 1_790_000_500)
+                                     now: PolicyTime(monotonic: .now, wall: 1_790_000_500))
         #expect(decision == .grantOnce(.full, usingPreapproval: 0))
         #expect(!grants.preapprovals[0].standing)
     }

@@ -56,10 +56,10 @@ struct UsageTextsTests {
         let c = try ConfigurationTests.load(Self.rule)
         let rules = PolicyRules(defaults: c.policy, clients: c.clients)
         let map = ClientIdentity(pid: 1, uid: 1000, gid: 1000, executable: PolicyEndToEndTests.selfExecutable)
-        let asked = Policy.decide(.authorize(kind, .full), identity: map, session: .init(), rules: rules, grants: .init(), now: 0)
+        let asked = Policy.decide(.authorize(kind, .full), identity: map, session: .init(), rules: rules, grants: .init(), now: PolicyTime(monotonic: .now, wall: 0))
         #expect(asked == .ask(AgentQuestion(subject: .authorization(kind), accuracy: .full, purpose: text)))
         let other = ClientIdentity(pid: 2, uid: 1000, gid: 1000, executable: "/usr/bin/other")
-        let unruled = Policy.decide(.authorize(kind, .full), identity: other, session: .init(), rules: rules, grants: .init(), now: 0)
+        let unruled = Policy.decide(.authorize(kind, .full), identity: other, session: .init(), rules: rules, grants: .init(), now: PolicyTime(monotonic: .now, wall: 0))
         #expect(unruled == .ask(AgentQuestion(subject: .authorization(kind), accuracy: .reduced, purpose: nil)))
     }
 

@@ -1,5 +1,6 @@
 import CPosixShims
 import Dispatch
+import Synchronization
 import LocationPolicy
 import LocationPosix
 import LocationWire
@@ -19,6 +20,8 @@ struct Connection {
     var lastReadProgress: Duration
     var readSource: (any DispatchSourceRead)?
     var writeSource: (any DispatchSourceWrite)?
+    /// Closes `fd` once the sources made for it are gone (`adopt` each one).
+    let closer: DescriptorCloser
     /// The dialect: nil for the locationd protocol, the gpsd conversation for a client of the gpsd front.
     var gpsd: GpsdSession? { didSet { speaksGpsd = gpsd != nil } }
     /// Whether `gpsd` is set: the fan-out's test, without touching the session.
@@ -26,6 +29,7 @@ struct Connection {
 
     init(fd: Int32, identity: ClientIdentity, gpsd: Bool = false, now: ContinuousClock.Instant) {
         self.fd = fd
+        self.closer = DescriptorCloser(fd: fd)
         self.identity = identity
         self.gpsd = gpsd ? GpsdSession() : nil
         self.speaksGpsd = gpsd
@@ -58,18 +62,14 @@ struct Connection {
 
     /// Stops watching the socket and closes it once every source has finished cancelling.
     mutating func closeSocket() {
-        let sources: [any DispatchSourceProtocol] = [readSource as (any DispatchSourceProtocol)?, writeSource].compactMap { $0 }
-        let closer = DescriptorCloser(fd: fd, sources: sources.count)
-        for source in sources {
-            source.setCancelHandler { closer.release() }
-            source.cancel()
-        }
+        readSource?.cancel()
+        writeSource?.cancel()
         readSource = nil
         writeSource = nil
+        closer.close()
     }
 }
 
-/// What makes a client a flood, counted per one-second window.
 struct RequestMeter {
     /// When the window began (`ContinuousClock.Instant.sinceOrigin`).
     var windowStart: Duration
@@ -91,18 +91,42 @@ struct RequestMeter {
 /// Closes a descriptor when the last of its dispatch sources has finished cancelling.
 /// Sound as `@unchecked Sendable`: the sources' cancel handlers run on one serial queue, so `remaining`
 /// is never touched by two threads at once.
-final class DescriptorCloser: @unchecked Sendable {
+/// Closes a client's descriptor once every dispatch source made for it has finished cancelling — not just
+/// the ones it has when it closes. A write source is cancelled whenever its output is all sent and made
+/// anew when more waits; closing the descriptor while such a cancellation was still pending let the kernel
+/// give its number to the next client, and libdispatch, unregistering the old source from a descriptor that
+/// now was another's, trapped ("Source finalized twice": the daemon crashed in Scripts/soak with 1000
+/// clients coming and going). libdispatch calls a cancel handler once the source is out of the kernel's
+/// event set, so the descriptor is closed from the last one.
+final class DescriptorCloser: Sendable {
     let fd: Int32
-    var remaining: Int
+    /// Sources made and not yet cancelled to the end; whether `close()` was called; whether it is closed.
+    private let state = Mutex((live: 0, closing: false, closed: false))
 
-    init(fd: Int32, sources: Int) {
+    init(fd: Int32) {
         self.fd = fd
-        self.remaining = sources
-        if sources == 0 { FileDescriptorOps.close(fd) }
     }
 
-    func release() {
-        remaining -= 1
-        if remaining == 0 { FileDescriptorOps.close(fd) }
+    /// Counts `source` until its cancel handler has run (this sets the handler).
+    func adopt(_ source: any DispatchSourceProtocol) {
+        state.withLock { $0.live += 1 }
+        source.setCancelHandler { [self] in
+            finish { $0.live -= 1 }
+        }
+    }
+
+    /// Closes the descriptor now, or once the sources still cancelling are done.
+    func close() {
+        finish { $0.closing = true }
+    }
+
+    private func finish(_ change: (inout (live: Int, closing: Bool, closed: Bool)) -> Void) {
+        let closeNow = state.withLock { s -> Bool in
+            change(&s)
+            guard s.closing, s.live == 0, !s.closed else { return false }
+            s.closed = true
+            return true
+        }
+        if closeNow { FileDescriptorOps.close(fd) }
     }
 }

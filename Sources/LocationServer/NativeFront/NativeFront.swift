@@ -139,7 +139,7 @@ public final class NativeFront: Sendable {
         let gridChanged = state.withLock { $0.publisher.fudger.gridMeters != rules.defaults.reducedGrid }
         let fudger = gridChanged ? store.fudger(gridMeters: rules.defaults.reducedGrid) : nil
         let now = Moment.now()
-        withState { s in s.deliver(s.publisher.replaceRules(rules, fudger: fudger, at: now.wall), at: now.wall) }
+        withState { s in s.deliver(s.publisher.replaceRules(rules, fudger: fudger, at: now), at: now.wall) }
     }
 
     /// Stops accepting, tells every client why, closes them, and flushes the audit file.
@@ -172,12 +172,14 @@ public final class NativeFront: Sendable {
                 self?.withState { $0.readable(id, at: now) }
             }
             s.connections[id]?.readSource = source
+            s.connections[id]?.closer.adopt(source)
             source.resume()
         case .watchWritable(let id):
             guard let fd = s.connections[id]?.fd, s.connections[id]?.writeSource == nil else { return }
             let source = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
             source.setEventHandler { [weak self] in self?.withState { $0.writable(id) } }
             s.connections[id]?.writeSource = source
+            s.connections[id]?.closer.adopt(source)
             source.resume()
         case let .schedule(event, delay):
             queue.asyncAfter(deadline: .now() + .nanoseconds(Int(delay / .nanoseconds(1)))) { [weak self] in

@@ -45,7 +45,7 @@ extension ServerState {
     /// What `?POLL;` answers with: the last report the client was sent (or, not watching but authorized
     /// at full accuracy, the latest fix); nothing while it may see nothing.
     private mutating func gpsdPollReports(_ id: Int, session: GpsdSession, at now: Moment) -> (tpv: [[UInt8]], sky: [[UInt8]]) {
-        let state = publisher.authorization(of: id, at: now.wall)
+        let state = publisher.authorization(of: id, at: now)
         guard state.status.isAuthorized, state.inUse else { return ([], []) }
         if !session.lastTPV.isEmpty { return ([session.lastTPV], session.lastSKY.isEmpty ? [] : [session.lastSKY]) }
         guard state.accuracy == .full, let fix = publisher.reportFix(.full), fix.hasPosition else { return ([], []) }
@@ -57,7 +57,7 @@ extension ServerState {
     /// The client turned watching on: streams if the policy lets it see the location; else it watches
     /// blind (mode 1 TPVs), and the agents are asked on its behalf when its rule says `ask`.
     private mutating func gpsdStartWatching(_ id: Int, request: String, at now: Moment) {
-        let state = publisher.authorization(of: id, at: now.wall)
+        let state = publisher.authorization(of: id, at: now)
         if state.status.isAuthorized {
             gpsdStream(id, state, at: now)
             // When In Use without an active session: gpsd's "no fix" shape until the session is active.
@@ -69,14 +69,14 @@ extension ServerState {
         gpsdAskIfUndetermined(id, request: request, at: now)
         // Record what it was "told" (nothing reaches it): a later change — a reload, a grant — then comes
         // back as an `authorization` delivery, which starts its stream.
-        if connections[id] != nil { _ = publisher.announce(id, publisher.authorization(of: id, at: now.wall), force: true) }
+        if connections[id] != nil { _ = publisher.announce(id, publisher.authorization(of: id, at: now), force: true) }
     }
 
     /// Not decided yet: decide as for `AUTHORIZE` (a one-time authorization at the accuracy its rule
     /// allows): the rule grants, refuses, or the agents are asked. The outcome comes back as an
     /// `authorization` delivery (`gpsdDeliver`).
     private mutating func gpsdAskIfUndetermined(_ id: Int, request: String, at now: Moment) {
-        guard publisher.authorization(of: id, at: now.wall).status == .notDetermined else { return }
+        guard publisher.authorization(of: id, at: now).status == .notDetermined else { return }
         guard let identity = publisher.subscribers[id]?.identity else { return }
         let accuracy = publisher.policy.rules.effective(for: identity).accuracy
         authorize(id, .authorize(.once, accuracy), request: request, at: now)

@@ -11,6 +11,6 @@ extension ServerState {
             changed = true
             context.log.info("login session state", ["user.uid": String(uid), "user.inUse": inUse ? "yes" : "no"])
         }
-        if changed { deliver(publisher.reevaluateAll(because: nil, at: now.wall), at: now.wall) }
+        if changed { deliver(publisher.reevaluateAll(because: nil, at: now), at: now.wall) }
     }
 }

@@ -32,8 +32,8 @@ enum Effect: Sendable {
 enum ServerEvent: Sendable {
     case pollTimeout(client: Int, poll: Int, after: Duration)
     case askTimeout(ask: Int)
-    /// A one-time grant's lifetime may have ended.
-    case onceExpiry(client: Int)
+    /// One-time grants' lifetimes may have ended (`scheduleOnceCheck`).
+    case onceExpiries
     /// The stuck-reader sweep.
     case sweep
     /// The accept back-off is over.
@@ -66,6 +66,8 @@ struct ServerState {
     private var deliveries: [Delivery] = []
     /// The gpsd front's error models, encoded reports and unauthorized watchers.
     var gpsdFront = GpsdFrontState()
+    /// When the one timer for one-time grants' ends fires (`scheduleOnceCheck`); nil: none is set.
+    var onceCheck: ContinuousClock.Instant?
 
     init(context: ServerContext, publisher: Publisher) {
         self.context = context
@@ -352,10 +354,8 @@ struct ServerState {
             }
         case .askTimeout(let ask):
             askTimedOut(ask, at: now)
-        case .onceExpiry(let id):
-            var out: [Delivery] = []
-            publisher.reevaluate(id, at: now.wall, into: &out)
-            deliver(out, at: now.wall)
+        case .onceExpiries:
+            checkOnceExpiries(at: now)
         case .sweep:
             sweepStuckClients(now: now.monotonic)
         case .resumeAccepting:
@@ -366,7 +366,7 @@ struct ServerState {
             if let error {
                 send(admin, ServerMessage.error(request: request, message: "the grant holds until the daemon stops, but the grant store could not be written: \(error)"))
             } else {
-                var grants = grantsMessage(at: now.wall)
+                var grants = grantsMessage(at: now)
                 grants.effective = extra.effective
                 grants.revoked = extra.revoked
                 send(admin, ServerMessage.grants(grants).encoded())

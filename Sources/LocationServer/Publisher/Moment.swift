@@ -1,14 +1,12 @@
+import LocationPolicy
 import LocationPosix
 
-/// A point in time as the server needs it twice over: monotonic for intervals (filters, pacing, timeouts
-/// — unaffected by the wall clock being set), and the wall clock (Unix seconds, UTC) for grants that
-/// expire at a date and for the audit.
-struct Moment: Sendable {
-    /// Monotonic time, for durations.
-    var monotonic: ContinuousClock.Instant
-    /// Unix seconds (UTC), for grant expiry and records.
-    var wall: Double
+/// A point in time as the server needs it twice over: monotonic for intervals (filters, pacing, timeouts,
+/// one-time grants' lifetimes — unaffected by the wall clock being set), and the wall clock (Unix seconds,
+/// UTC) for stored grants that expire at a date and for the audit. The policy's `PolicyTime`.
+typealias Moment = PolicyTime
 
+extension PolicyTime {
     /// Now, on both clocks.
     static func now() -> Moment {
         Moment(monotonic: .now, wall: wallClockSeconds())

@@ -34,8 +34,8 @@ struct PolicyState: Sendable {
     }
 
     /// A client's authorization now (`Policy.state`).
-    func state(_ identity: ClientIdentity, _ session: SessionAuthorization, wall: Double) -> AuthorizationState {
-        Policy.state(identity, session: session, rules: rules, grants: grants, now: wall, userInUse: usersInUse.contains(identity.uid))
+    func state(_ identity: ClientIdentity, _ session: SessionAuthorization, at now: Moment) -> AuthorizationState {
+        Policy.state(identity, session: session, rules: rules, grants: grants, now: now, userInUse: usersInUse.contains(identity.uid))
     }
 
     /// Records whether `uid` has an active login session; true when that changed (authorizations are then

@@ -68,11 +68,11 @@ struct Publisher {
 
     /// New rules (config reload), with a new fudger when the grid changed; clients whose state changed
     /// are told, and those that lost their authorization stop streaming.
-    mutating func replaceRules(_ rules: PolicyRules, fudger newFudger: LocationFudger?, at wall: Double) -> [Delivery] {
+    mutating func replaceRules(_ rules: PolicyRules, fudger newFudger: LocationFudger?, at now: Moment) -> [Delivery] {
         if let newFudger { fudger = newFudger }
         policy.replaceRules(rules)
         reducedInterval = .seconds(rules.defaults.reducedInterval)
-        return reevaluateAll(because: nil, at: wall)
+        return reevaluateAll(because: nil, at: now)
     }
 
     /// Changes the grants in memory (the caller has them written durably).
@@ -81,25 +81,25 @@ struct Publisher {
     }
 
     /// A client's authorization now: computed by the policy once, then cached (`AuthorizationCache`).
-    mutating func authorization(of id: Int, at wall: Double) -> AuthorizationState {
+    mutating func authorization(of id: Int, at now: Moment) -> AuthorizationState {
         guard let slot = subscribers.slot(of: id) else {
             return AuthorizationState(status: .notDetermined, accuracy: nil, reason: "not connected")
         }
         let profile = subscribers.entries[slot].profile
-        if subscribers.entries[slot].cache.holds(generation: policy.generation, wall: wall), let state = profile.cachedState { return state }
-        let state = policy.state(profile.identity, profile.session, wall: wall)
-        var until = policy.nextGrantExpiry(after: wall)
-        if let once = profile.session.once, once.expires > wall { until = min(until, once.expires) }
+        if subscribers.entries[slot].cache.holds(generation: policy.generation, at: now), let state = profile.cachedState { return state }
+        let state = policy.state(profile.identity, profile.session, at: now)
+        let until = policy.nextGrantExpiry(after: now.wall)
+        let ends = profile.session.once.flatMap { $0.holds(at: now) ? $0.ends.sinceOrigin : nil }
         profile.cachedState = state
         subscribers[slot: slot].cache = AuthorizationCache(valid: true, accuracy: state.status.isAuthorized ? state.accuracy : nil,
-                                                    generation: policy.generation, until: until, auditPending: true)
+                                                           generation: policy.generation, until: until, onceEnds: ends, auditPending: true)
         return state
     }
 
     /// The accuracy a client may see now; nil when it may see nothing.
-    private mutating func authorizedAccuracy(of id: Int, at wall: Double) -> AccuracyAuthorization? {
-        if let cache = subscribers[id]?.cache, cache.holds(generation: policy.generation, wall: wall) { return cache.accuracy }
-        _ = authorization(of: id, at: wall)
+    private mutating func authorizedAccuracy(of id: Int, at now: Moment) -> AccuracyAuthorization? {
+        if let cache = subscribers[id]?.cache, cache.holds(generation: policy.generation, at: now) { return cache.accuracy }
+        _ = authorization(of: id, at: now)
         return subscribers[id]?.cache.accuracy
     }
 
@@ -113,16 +113,16 @@ struct Publisher {
     /// After rules or grants changed: every client whose state changed is told; those that lost their
     /// authorization stop streaming at once.
     /// - Parameter because: the reason told to clients that lose their authorization (e.g. a revoke).
-    mutating func reevaluateAll(because: String?, at wall: Double) -> [Delivery] {
+    mutating func reevaluateAll(because: String?, at now: Moment) -> [Delivery] {
         var out: [Delivery] = []
-        for id in subscribers.ids.sorted() { reevaluate(id, because: because, at: wall, into: &out) }
+        for id in subscribers.ids.sorted() { reevaluate(id, because: because, at: now, into: &out) }
         return out
     }
 
     /// One client's authorization looked at again (a one-time grant's lifetime ended, rules changed).
-    mutating func reevaluate(_ id: Int, because: String? = nil, at wall: Double, into out: inout [Delivery]) {
+    mutating func reevaluate(_ id: Int, because: String? = nil, at now: Moment, into out: inout [Delivery]) {
         guard let subscriber = subscribers[id] else { return }
-        var state = authorization(of: id, at: wall)
+        var state = authorization(of: id, at: now)
         if !state.status.isAuthorized {
             if let because { state.reason = because }
             if subscriber.wantsReports {
@@ -165,7 +165,19 @@ struct Publisher {
         // When In Use without an active session: watching, but nothing is sent until the session is active.
         guard let accuracy = state.accuracy else { return out }
         guard ensureReport(accuracy, wall: now.wall), paced(index, accuracy, now: now) else { return out }
+        let key = subscribers.entries[index].pacingKey
+        let startsInterval = accuracy == .reduced
+            && pacing.startsInterval(key, report: report.serial, now: now.monotonic, interval: reducedInterval)
         stream(index, accuracy, at: now, into: &out)
+        // A reduced report that starts the user's next interval goes to all of the user's reduced clients,
+        // as a fix's would: given to this one alone, the others would never get it (the next fix is another
+        // report, held until the interval has passed again) and would miss a report of the cadence.
+        if startsInterval {
+            for other in subscribers.indices
+            where other != index && subscribers.entries[other].pacingKey == key && authorizedAccuracy(other, at: now) == .reduced {
+                deliverCurrentReport(other, at: now, into: &out)
+            }
+        }
         return out
     }
 
@@ -243,32 +255,36 @@ struct Publisher {
             return
         }
         report.next()
-        for index in subscribers.indices {
-            guard subscribers.entries[index].wantsReports else { continue }
-            guard let accuracy = authorizedAccuracy(index, wall: now.wall) else {
-                let state = authorization(of: subscribers.entries[index].id, at: now.wall)
-                // When In Use without an active session: nothing now, the stream resumes with the session.
-                if state.status.isAuthorized, !state.inUse { continue }
-                endStreaming(subscribers.entries[index].id, state, into: &out)
-                continue
-            }
-            guard ensureReport(accuracy, wall: now.wall), paced(index, accuracy, now: now) else { continue }
-            if !subscribers.entries[index].pendingPolls.isEmpty {
-                dropPolls(index)
-                out.append(.pollReply(to: subscribers.entries[index].id, accuracy))
-                noteDelivery(index, accuracy, at: now, into: &out)
-            }
-            if subscribers.entries[index].watching { stream(index, accuracy, at: now, into: &out) }
+        for index in subscribers.indices { deliverCurrentReport(index, at: now, into: &out) }
+    }
+
+    /// The current report to the client at `index`, as far as its authorization, pacing and filters let it:
+    /// its POLLs answered, and streamed to it when it watches; a client no longer authorized stops streaming.
+    private mutating func deliverCurrentReport(_ index: Int, at now: Moment, into out: inout [Delivery]) {
+        guard subscribers.entries[index].wantsReports else { return }
+        guard let accuracy = authorizedAccuracy(index, at: now) else {
+            let state = authorization(of: subscribers.entries[index].id, at: now)
+            // When In Use without an active session: nothing now, the stream resumes with the session.
+            if state.status.isAuthorized, !state.inUse { return }
+            endStreaming(subscribers.entries[index].id, state, into: &out)
+            return
         }
+        guard ensureReport(accuracy, wall: now.wall), paced(index, accuracy, now: now) else { return }
+        if !subscribers.entries[index].pendingPolls.isEmpty {
+            dropPolls(index)
+            out.append(.pollReply(to: subscribers.entries[index].id, accuracy))
+            noteDelivery(index, accuracy, at: now, into: &out)
+        }
+        if subscribers.entries[index].watching { stream(index, accuracy, at: now, into: &out) }
     }
 
     /// The accuracy the client at `index` may see now (its cached authorization); nil when none.
-    private mutating func authorizedAccuracy(_ index: Int, wall: Double) -> AccuracyAuthorization? {
+    private mutating func authorizedAccuracy(_ index: Int, at now: Moment) -> AccuracyAuthorization? {
         // Read in place: a copy of the cache would retain its state's strings for every client and fix.
-        if subscribers.entries[index].cache.holds(generation: policy.generation, wall: wall) {
+        if subscribers.entries[index].cache.holds(generation: policy.generation, at: now) {
             return subscribers.entries[index].cache.accuracy
         }
-        _ = authorization(of: subscribers.entries[index].id, at: wall)
+        _ = authorization(of: subscribers.entries[index].id, at: now)
         return subscribers.entries[index].cache.accuracy
     }
 
@@ -300,7 +316,7 @@ struct Publisher {
         }
         guard subscribers.entries[index].cache.auditPending else { return }
         subscribers[slot: index].cache.auditPending = false
-        let state = authorization(of: subscribers.entries[index].id, at: now.wall)
+        let state = authorization(of: subscribers.entries[index].id, at: now)
         let subscriber = subscribers.entries[index]
         guard subscriber.auditedDelivery != state else { return }
         subscribers[slot: index].auditedDelivery = state
@@ -314,7 +330,7 @@ struct Publisher {
     /// its paced reports would.
     private mutating func tellFixLost(_ index: Int, at now: Moment, into out: inout [Delivery]) {
         guard subscribers.entries[index].toldFix != false else { return }
-        if authorizedAccuracy(index, wall: now.wall) == .reduced,
+        if authorizedAccuracy(index, at: now) == .reduced,
            !pacing.isDue(subscribers.entries[index].pacingKey, now: now.monotonic, interval: reducedInterval) {
             return
         }

@@ -102,20 +102,25 @@ struct DeliveryFilter: Sendable {
 }
 
 /// A client's authorization as last computed: it holds until the rules or grants change (the policy's
-/// generation), the session's grants change (the cache is dropped), or the wall clock reaches `until`
-/// (a grant expires) — so the fan-out does not evaluate rules and grants for every client on every fix.
+/// generation), the session's grants change (the cache is dropped), the wall clock reaches `until` (a stored
+/// grant expires at its date) or the monotonic clock reaches `onceEnds` (the one-time grant's lifetime
+/// ends) — so the fan-out does not evaluate rules and grants for every client on every fix.
 struct AuthorizationCache: Sendable {
     /// Computed at all (the state itself is the profile's `cachedState`).
     var valid = false
     /// The accuracy the state allows; nil: none.
     var accuracy: AccuracyAuthorization?
     var generation = 0
-    /// Unix seconds.
+    /// Unix seconds: the next stored grant's expiry.
     var until = 0.0
+    /// When the one-time grant it relied on ends, monotonic; nil: none.
+    /// (`ContinuousClock.Instant.sinceOrigin`: the cache is read in place per client and fix, and an
+    /// instant would make its layout a run-time matter.)
+    var onceEnds: Duration?
     /// Computed anew since the last delivery: see whether the first delivery needs auditing.
     var auditPending = true
 
-    func holds(generation: Int, wall: Double) -> Bool {
-        valid && self.generation == generation && wall < until
+    func holds(generation: Int, at now: Moment) -> Bool {
+        valid && self.generation == generation && now.wall < until && onceEnds.map { now.monotonic.sinceOrigin < $0 } ?? true
     }
 }
