@@ -23,6 +23,19 @@ struct GpsdFrontEndToEndTests {
                           daemonKeys: "gpsd-listen = 127.0.0.1:\(port)\n" + daemonKeys)
     }
 
+    /// Waits (up to 5 s) until the daemon has a fix, as root sees in STATUS: the capture opens with epochs
+    /// without one, and a client that reads only a few lines must not spend them all before the first fix.
+    static func waitForFix(_ daemon: DaemonProcess) throws {
+        let root = try RawClient(daemon.socketPath)
+        _ = root.message("VERSION")
+        for _ in 0..<50 {
+            root.send(#"{"class":"STATUS"}"#)
+            if let mode = root.message("STATUS")?["mode"]?.number, mode >= 2 { return }
+            usleep(100_000)
+        }
+        Issue.record("no fix within 5 s")
+    }
+
     /// The positions gpsd itself decoded from the capture: its `.chk`'s TPV `"lat":…,"lon":…` pairs, as it
     /// prints them (`%.9f`).
     static func gpsdPositions() throws -> Set<String> {
@@ -131,6 +144,7 @@ struct GpsdFrontEndToEndTests {
         let port = try Self.freePort()
         let daemon = try Self.daemon(port: port, policy: "access = deny\nreduced-interval = 1s", clients: rule)
         defer { daemon.stop() }
+        try Self.waitForFix(daemon)
         let output = try Self.run(["timeout", "8"] + Self.asNobody + ["gpspipe", "-w", "-n", "6", "127.0.0.1:\(port)"])
         let lines = Self.lines(output)
         let positioned = lines.filter { $0.hasPrefix(#"{"class":"TPV""#) && $0.contains(#""lat":"#) }
