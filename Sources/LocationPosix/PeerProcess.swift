@@ -88,13 +88,15 @@ public enum PeerProcess {
     }
 
     /// The processes with `uid` among their user ids (/proc/PID/status `Uid:`: real, effective, saved,
-    /// filesystem) that hold the socket with inode `inode`, by increasing pid. Reading other users'
+    /// filesystem) that hold the socket with inode `inode`, by increasing pid; any process when `uid` is nil
+    /// (a daemon that dropped privileges keeps the socket it made as root). Reading other users'
     /// /proc/PID/fd needs CAP_SYS_PTRACE (the daemon's service has it; see locationd.service).
-    public static func processes(holdingSocket inode: UInt64, uid: UInt32) -> [Int32] {
+    public static func processes(holdingSocket inode: UInt64, uid: UInt32?) -> [Int32] {
         guard case .success(let names) = FileDescriptorOps.directoryEntries(atPath: "/proc") else { return [] }
         var holders: [Int32] = []
         for name in names {
-            guard let pid = Int32(name), pid > 0, let status = status(of: pid), status.uids.contains(uid) else { continue }
+            guard let pid = Int32(name), pid > 0 else { continue }
+            if let uid { guard let status = status(of: pid), status.uids.contains(uid) else { continue } }
             if process(pid, holdsSocket: inode) { holders.append(pid) }
         }
         return holders.sorted()
