@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import LocationCore
 import LocationWire
 import Testing
@@ -133,5 +136,28 @@ struct ServerMessageTests {
         var appended = Array("x".utf8)
         message.append(to: &appended)
         #expect(appended == Array("x".utf8) + line)
+    }
+}
+
+/// docs/PROTOCOL.md "Accuracy": gpsd's ~95 % figures as 68 % ones.
+@Suite("Accuracy at 68 % confidence")
+struct ConfidenceLevelTests {
+    /// The factors from the normal distribution's quantiles, computed here independently: a circular
+    /// bivariate normal holds p within σ·√(−2 ln(1−p)); a normal holds p within ±z·σ (z68 = 0.994458,
+    /// z95 = 1.959964, the standard normal table).
+    @Test("factors: √(−2 ln 0.32)/√(−2 ln 0.05) horizontally, z68/z95 vertically")
+    func factors() {
+        let horizontal = (-2 * log(0.32)).squareRoot() / (-2 * log(0.05)).squareRoot()
+        #expect(abs(ConfidenceLevel.horizontal68Per95 - horizontal) < 1e-5)
+        #expect(abs(ConfidenceLevel.vertical68Per95 - 0.994458 / 1.959964) < 1e-5)
+    }
+
+    @Test("full accuracy converts; reduced keeps the grid bound it was sent; absent stays absent")
+    func conversions() {
+        // gpsd's eph for HDOP 1.0 without DGPS is 19 m at 95 % (libgpsd_core.c P_UERE_NO_DGPS).
+        #expect(abs((ConfidenceLevel.horizontalAccuracy(eph: 19, accuracy: .full) ?? 0) - 11.71787) < 1e-5)
+        #expect(ConfidenceLevel.horizontalAccuracy(eph: 2000, accuracy: .reduced) == 2000)
+        #expect(ConfidenceLevel.horizontalAccuracy(eph: nil, accuracy: .full) == nil)
+        #expect(abs((ConfidenceLevel.verticalAccuracy(epv: 23) ?? 0) - 11.66997) < 1e-5)
     }
 }
