@@ -92,4 +92,7 @@ public enum LocationUpdate: Hashable, Sendable {
     /// also ends the subscription: the sequence then throws `LocationClientError.server(request:
     /// "WATCH", ...)` (`meansNotAuthorized` is true).
     case authorization(Authorization)
+    /// The satellites and DOPs of the location just delivered (a `SKY` object), when the subscription asked for
+    /// them (`updates(satellites: true)`) and the client sees full accuracy.
+    case satellites(SatelliteView)
 }

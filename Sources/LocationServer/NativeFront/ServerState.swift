@@ -250,6 +250,8 @@ struct ServerState {
 
     /// Whether a connection speaks gpsd's protocol, read in place (see `send`).
     private static func speaksGpsd(_ connection: inout Connection) -> Bool { connection.speaksGpsd }
+    /// Whether a native connection's `WATCH` asked for `SKY`, read in place.
+    private static func wantsSatellites(_ connection: inout Connection) -> Bool { connection.wantsSatellites }
 
     private enum SendOutcome {
         case done, watchWritable, close(String)
@@ -299,13 +301,18 @@ struct ServerState {
         for delivery in deliveries {
             // Looked up by index and read in place: `connections[id]?.gpsd` would copy the whole
             // connection for every client and fix.
-            if let id = delivery.client, let index = connections.index(forKey: id), Self.speaksGpsd(&connections.values[index]) {
-                gpsdDeliver(delivery, at: wall)
-                continue
+            var wantsSatellites = false
+            if let id = delivery.client, let index = connections.index(forKey: id) {
+                if Self.speaksGpsd(&connections.values[index]) {
+                    gpsdDeliver(delivery, at: wall)
+                    continue
+                }
+                wantsSatellites = Self.wantsSatellites(&connections.values[index])
             }
             switch delivery {
             case let .report(id, accuracy):
-                send(id, publisher.reportBytes(accuracy), isLocation: true)
+                send(id, accuracy == .full && wantsSatellites ? publisher.fullReportWithSatellites() : publisher.reportBytes(accuracy),
+                     isLocation: true)
             case let .pollReply(id, accuracy):
                 send(id, ServerMessage.poll(tpv: publisher.reportBytes(accuracy)))
             case let .fixState(id, fix):
