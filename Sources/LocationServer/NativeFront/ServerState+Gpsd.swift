@@ -99,7 +99,9 @@ extension ServerState {
             connections[id]?.gpsd?.lastTPV = shapes.tpv
             connections[id]?.gpsd?.lastSKY = shapes.sky
             var bytes: [UInt8] = []
-            if session.conversation.policy.json { bytes += shapes.tpv + shapes.sky }
+            // SKY first: gpsd clients (gpxlogger, cgps) pair a TPV with the SKY received before it, and gpsd sends a
+            // cycle's SKY (at its last GSV) before the TPV of the cycle's last position sentence.
+            if session.conversation.policy.json { bytes += shapes.sky + shapes.tpv }
             if session.wantsNMEA { bytes += shapes.nmea }
             if !bytes.isEmpty { send(id, bytes, isLocation: true, gpsd: true) }
         case let .fixState(id, fix):
