@@ -94,8 +94,8 @@ extension ServerState {
         case let .report(id, accuracy):
             guard let fix = publisher.reportFix(accuracy) else { return }
             refreshDevicePaths()
-            let shapes = gpsdFront.shapes(of: fix, accuracy: accuracy, serial: publisher.reportSerial)
             guard let session = connections[id]?.gpsd else { return }
+            let shapes = gpsdFront.shapes(of: fix, accuracy: accuracy, serial: publisher.reportSerial, nmea: session.wantsNMEA)
             connections[id]?.gpsd?.lastTPV = shapes.tpv
             connections[id]?.gpsd?.lastSKY = shapes.sky
             var bytes: [UInt8] = []
