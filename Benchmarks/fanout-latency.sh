@@ -12,6 +12,7 @@
 #   EPOCHS             epochs measured per run (default 100)
 #   LOCATIOND_CLIENTS  client counts for locationd (default "1 50 100 1000")
 #   GPSD_CLIENTS       client counts for gpsd (default "1 50"; 50 stays within gpsd's client limit)
+#   FRONT_CLIENTS      client counts for locationd's gpsd front (default "1 50"): the same TCP clients as gpsd's
 #   REFERENCE_CLIENTS  client counts for the reference fan-out (default "1 1000"); "" skips it
 #   URING_CLIENTS      client counts for the reference fan-out built to send through io_uring (default "":
 #                      skipped; needs Debian's liburing-dev)
@@ -55,10 +56,14 @@
 #   locationd --config FILE     socket and state directory in a temp dir; [receiver gnss0] type = serial,
 #                               speed = 9600; [policy] access = always, accuracy = full; clients send
 #                               {"class":"WATCH","enable":true} on its Unix socket.
+#   locationd-gpsd              locationd as above with gpsd-listen = 127.0.0.1:PORT: its gpsd front (issue 13),
+#                               identifying each TCP client from the kernel; the clients are gpsd's (below).
 #   gpsd -N -n -b -S PORT PTY   gpsd 3.22 (Debian package gpsd): -N foreground, -n read the device without
 #                               waiting for a client, -b read-only (sends nothing to the "receiver"), -S a
 #                               free localhost TCP port; clients send ?WATCH={"enable":true,"json":true};
-#                               over TCP 127.0.0.1 (gpsd then also sends a SKY per epoch).
+#                               over TCP 127.0.0.1 — the request `gpspipe -w` sends — and read what gpspipe
+#                               -w would print (gpsd then also sends a SKY per epoch, as locationd's gpsd
+#                               front does).
 #   reference SOCKET PTY        Benchmarks/fanout/reference.c: not a GNSS daemon, the least a fan-out can
 #                               do (one epoll loop, one send() of a fixed TPV line per client per epoch),
 #                               so its delays are the floor the harness can see on this machine.
@@ -76,6 +81,7 @@ WARMUP=${WARMUP:-20}
 EPOCHS=${EPOCHS:-100}
 LOCATIOND_CLIENTS=${LOCATIOND_CLIENTS-1 50 100 1000}
 GPSD_CLIENTS=${GPSD_CLIENTS-1 50}
+FRONT_CLIENTS=${FRONT_CLIENTS-1 50}
 REFERENCE_CLIENTS=${REFERENCE_CLIENTS-1 1000}
 URING_CLIENTS=${URING_CLIENTS-}
 PIN=${PIN:-yes}
@@ -155,7 +161,7 @@ spin=${SPIN:-$spin}
 
 # Descriptors: 1000 clients on each side, plus the daemon's own. Inherited by the harness and daemons.
 max_clients=0
-for n in $LOCATIOND_CLIENTS $GPSD_CLIENTS $REFERENCE_CLIENTS $URING_CLIENTS; do
+for n in $LOCATIOND_CLIENTS $FRONT_CLIENTS $GPSD_CLIENTS $REFERENCE_CLIENTS $URING_CLIENTS; do
     if [ "$n" -gt "$max_clients" ]; then max_clients=$n; fi
 done
 want=$((max_clients + 256))
@@ -182,7 +188,7 @@ run_once() {
     dir=$(mktemp -d "$work/$kind-$n.XXXX")
     mkdir "$dir/state"
     case $kind in
-    gpsd)
+    gpsd | locationd-gpsd)
         port=$(free_port)
         target=(--tcp "127.0.0.1:$port")
         watch='?WATCH={"enable":true,"json":true};'
@@ -210,14 +216,17 @@ run_once() {
     done
     local pty
     pty=$(cat "$dir/pty")
+    local listen=""
+    [ "$kind" = locationd-gpsd ] && listen="gpsd-listen = 127.0.0.1:$port"
     case $kind in
-    locationd)
+    locationd | locationd-gpsd)
         cat > "$dir/locationd.conf" <<EOF
 [daemon]
 socket = $dir/daemon.sock
 state-directory = $dir/state
 log-level = warning
 max-clients = 1024
+$listen
 
 [receiver gnss0]
 type = serial
@@ -303,6 +312,7 @@ runs_started=$SECONDS
 echo "capture: $CAPTURE; $WARMUP warm-up + $EPOCHS measured epochs per run, one every 100 ms"
 echo "machine: $cpus CPUs ($(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)), $(uname -sr); pinning: ${pin_harness[*]:-none} (harness), ${pin_daemon[*]:-none} (daemon)"
 for n in $LOCATIOND_CLIENTS; do run locationd "$n"; done
+for n in $FRONT_CLIENTS; do run locationd-gpsd "$n"; done
 if [ $have_gpsd = yes ]; then
     for n in $GPSD_CLIENTS; do run gpsd "$n"; done
 fi
@@ -342,6 +352,20 @@ for n in $GPSD_CLIENTS; do
         -v oc="$(field "$ours" cpu_pct)" -v gc="$(field "$theirs" cpu_pct)" \
         -v orss="$(field "$ours" rss_kb)" -v grss="$(field "$theirs" rss_kb)" 'BEGIN {
         printf "%d clients, locationd/gpsd (< 1: locationd better): p50 delay %.2f, p99 delay %.2f, CPU %.2f, RSS %.2f\n",
+            n, o50 / g50, o99 / g99, (gc > 0 ? oc / gc : 0), orss / grss
+        printf "    goals: delay below gpsd'"'"'s (p50 and p99): %s; CPU below gpsd'"'"'s: %s\n",
+            (o50 < g50 && o99 < g99) ? "met" : "NOT met", (oc < gc) ? "met" : "NOT met"
+    }'
+done
+for n in $GPSD_CLIENTS; do
+    ours=${result[locationd-gpsd-$n]:-}
+    theirs=${result[gpsd-$n]:-}
+    [ -n "$ours" ] && [ -n "$theirs" ] || continue
+    awk -v n="$n" -v o50="$(field "$ours" p50_ms)" -v g50="$(field "$theirs" p50_ms)" \
+        -v o99="$(field "$ours" p99_ms)" -v g99="$(field "$theirs" p99_ms)" \
+        -v oc="$(field "$ours" cpu_pct)" -v gc="$(field "$theirs" cpu_pct)" \
+        -v orss="$(field "$ours" rss_kb)" -v grss="$(field "$theirs" rss_kb)" 'BEGIN {
+        printf "%d gpsd clients over TCP, locationd'"'"'s gpsd front/gpsd (< 1: locationd better): p50 delay %.2f, p99 delay %.2f, CPU %.2f, RSS %.2f\n",
             n, o50 / g50, o99 / g99, (gc > 0 ? oc / gc : 0), orss / grss
         printf "    goals: delay below gpsd'"'"'s (p50 and p99): %s; CPU below gpsd'"'"'s: %s\n",
             (o50 < g50 && o99 < g99) ? "met" : "NOT met", (oc < gc) ? "met" : "NOT met"

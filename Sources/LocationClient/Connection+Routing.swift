@@ -2,7 +2,7 @@ import LocationWire
 
 // Where each line from the server goes (the routing rules are in `Connection`'s comment).
 extension Connection {
-    /// Routes one line from the server (see `Connection`): a reply to its waiter, `TPV`/`STATE` and
+    /// Routes one line from the server (see `Connection`): a reply to its waiter, `TPV`/`STATE`/`SKY` and
     /// unasked `AUTHORIZATION` to the subscription, `ASK`/`ANSWERED` to the agent stream.
     func handle(_ line: ServerLine) {
         guard let replyClass = line.className else {
@@ -20,7 +20,7 @@ extension Connection {
             return
         }
         switch replyClass {
-        case "TPV", "STATE":
+        case "TPV", "STATE", "SKY":
             deliverToWatcher(line)
         case "POLL", "STATUS", "AGENT", "GRANTS", "AUDIT":
             resolve(replyClass, with: .success(line))
@@ -108,7 +108,7 @@ extension Connection {
         return .server(request: reply.request ?? "?", message: reply.message ?? "")
     }
 
-    /// Turns a TPV or STATE line into subscription events; only fix-state changes become `.state`.
+    /// Turns a TPV, STATE or SKY line into subscription events; only fix-state changes become `.state`.
     private func deliverToWatcher(_ line: ServerLine) {
         guard state.withLock({ $0.watcher != nil }) else { return }
         var location: Location? = nil
@@ -125,6 +125,10 @@ extension Connection {
             replyClass = "STATE"
             fix = reply.fix
             reason = reply.reason
+        case .sky(let sky)?:
+            let continuation = state.withLock { $0.watcher.flatMap { $0.satellites ? $0.continuation : nil } }
+            continuation?.yield(.satellites(SatelliteView(sky, json: line.text)))
+            return
         default:
             return
         }

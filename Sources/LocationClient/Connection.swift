@@ -52,6 +52,8 @@ final class Connection: Sendable {
         /// The fix state last reported to it; nil before the first report.
         var fix: Bool? = nil
         var reason: String? = nil
+        /// It asked for satellites (`WATCH` `satellites`): `SKY` lines become `.satellites`.
+        var satellites = false
     }
 
     struct State: Sendable {
@@ -214,7 +216,7 @@ final class Connection: Sendable {
     /// Makes `continuation` the connection's subscription, finishing the one it replaces, and sends
     /// `request` (the WATCH line).
     func startWatch(id: Int, continuation: AsyncThrowingStream<LocationUpdate, any Error>.Continuation,
-                    request: [UInt8]) {
+                    request: [UInt8], satellites: Bool = false) {
         var replaced: Watcher? = nil
         var failure: LocationClientError? = nil
         sendLock.withLock { _ in
@@ -223,7 +225,7 @@ final class Connection: Sendable {
                     failure = ended
                 } else {
                     replaced = s.watcher
-                    s.watcher = Watcher(id: id, continuation: continuation)
+                    s.watcher = Watcher(id: id, continuation: continuation, satellites: satellites)
                 }
             }
             if failure == nil, case .failure(let e) = UnixSocketOps.sendAll(fd, request) {

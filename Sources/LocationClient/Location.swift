@@ -15,10 +15,11 @@ public struct Location: Hashable, Sendable {
     public var altitude: Double?
     /// Height above the WGS84 ellipsoid, metres (TPV `altHAE`; `CLLocation.ellipsoidalAltitude`).
     public var ellipsoidalAltitude: Double?
-    /// Estimated horizontal position error, metres, about 95 % confidence (TPV `eph`, as gpsd defines
-    /// it); nil when unknown.
+    /// Radius of 68 % confidence around the position, metres, as Core Location and Android state accuracy:
+    /// TPV `eph` (gpsd's ~95 % figure) × 0.61673 (`ConfidenceLevel`, docs/PROTOCOL.md "Accuracy"); at reduced
+    /// accuracy the TPV's `eph` as sent, the bound the reduction guarantees (at least its grid). Nil when unknown.
     public var horizontalAccuracy: Double?
-    /// Estimated vertical error, metres, about 95 % confidence (TPV `epv`); nil when unknown.
+    /// Vertical error of 68 % confidence, metres: TPV `epv` (~95 %) × 0.50739; nil when unknown.
     public var verticalAccuracy: Double?
     /// Course over ground, degrees true, 0..<360 (TPV `track`); nil when unknown (also when not moving
     /// fast enough for the receiver to tell, if it says so by omitting it).
@@ -91,4 +92,7 @@ public enum LocationUpdate: Hashable, Sendable {
     /// also ends the subscription: the sequence then throws `LocationClientError.server(request:
     /// "WATCH", ...)` (`meansNotAuthorized` is true).
     case authorization(Authorization)
+    /// The satellites and DOPs of the location just delivered (a `SKY` object), when the subscription asked for
+    /// them (`updates(satellites: true)`) and the client sees full accuracy.
+    case satellites(SatelliteView)
 }

@@ -124,11 +124,12 @@ public final class LocationClient: Sendable {
     ///   - minInterval: at most one location per this many seconds (≥ 0; 0 = every fix).
     ///   - distanceFilter: only report a location this many metres or more from the last reported one
     ///     (≥ 0; 0 = every fix; Core Location's `distanceFilter`).
+    ///   - satellites: also deliver `.satellites` (the `SKY` after each location) at full accuracy.
     /// - Returns: the updates. The sequence keeps this client alive while it exists. It ends without
     ///   an error after `close()`, and throws `LocationClientError`: `.server(request: "WATCH", ...)`
     ///   when the daemon refuses the subscription (bad arguments, not authorized), `.disconnected` when
     ///   the daemon goes away.
-    public func updates(minInterval: Double = 0, distanceFilter: Double = 0)
+    public func updates(minInterval: Double = 0, distanceFilter: Double = 0, satellites: Bool = false)
         -> AsyncThrowingStream<LocationUpdate, any Error>
     {
         let (stream, continuation) = AsyncThrowingStream.makeStream(
@@ -139,7 +140,8 @@ public final class LocationClient: Sendable {
         }
         connection.startWatch(id: id, continuation: continuation,
                               request: Self.watchRequest(enable: true, minInterval: minInterval,
-                                                         distanceFilter: distanceFilter))
+                                                         distanceFilter: distanceFilter, satellites: satellites),
+                              satellites: satellites)
         return stream
     }
 
@@ -188,7 +190,7 @@ public final class LocationClient: Sendable {
         connection.close()
     }
 
-    static func watchRequest(enable: Bool, minInterval: Double = 0, distanceFilter: Double = 0) -> [UInt8] {
-        Request.watch(enable: enable, minInterval: minInterval, distanceFilter: distanceFilter).encoded()
+    static func watchRequest(enable: Bool, minInterval: Double = 0, distanceFilter: Double = 0, satellites: Bool = false) -> [UInt8] {
+        Request.watch(enable: enable, minInterval: minInterval, distanceFilter: distanceFilter, satellites: satellites).encoded()
     }
 }

@@ -39,7 +39,8 @@ extension ServerMessage.TPV {
     func location(json: String?) -> Location? {
         guard mode.hasPosition, let latitude, let longitude, latitude.isFinite, longitude.isFinite else { return nil }
         return Location(latitude: latitude, longitude: longitude, altitude: altitudeMSL, ellipsoidalAltitude: altitudeHAE,
-                        horizontalAccuracy: eph, verticalAccuracy: epv, course: track, speed: speed,
+                        horizontalAccuracy: ConfidenceLevel.horizontalAccuracy(eph: eph, accuracy: accuracy),
+                        verticalAccuracy: ConfidenceLevel.verticalAccuracy(epv: epv), course: track, speed: speed,
                         heading: heading, climb: climb, timestamp: time, accuracyAuthorization: accuracy,
                         device: device, mode: mode, json: json)
     }

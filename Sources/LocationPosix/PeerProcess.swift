@@ -31,28 +31,53 @@ public enum PeerProcess {
         return events == 0
     }
 
-    /// Whether process `pid` has a descriptor open on the socket with inode `inode` (its /proc/PID/fd
-    /// links read `socket:[INODE]`; reading another user's needs CAP_SYS_PTRACE).
+    /// Whether process `pid` has a descriptor open on the socket with inode `inode`: its /proc/PID/fd links
+    /// read `socket:[INODE]`, or, where that directory may not be read, its /proc/PID/fdinfo entries say
+    /// `mnt_id` sockfs and `ino` INODE.
+    ///
+    /// A process's /proc/PID/fd is mode 0500 for its owner: another user's needs CAP_DAC_READ_SEARCH, which
+    /// would let the daemon read every file on the system. /proc/PID/fdinfo needs only ptrace read access
+    /// (proc(5) "/proc/pid/fdinfo"; CAP_SYS_PTRACE for other users, the one capability the service keeps) and
+    /// gives each descriptor's mount id and inode (Linux ≥ 5.14 prints `ino:`); sockets all live on the one
+    /// internal sockfs mount, whose id is read from a socket of our own.
     public static func process(_ pid: Int32, holdsSocket inode: UInt64) -> Bool {
         let target = "socket:[\(inode)]"
-        let holds = { (name: String) -> Bool in
-            guard case .success(let link) = FileDescriptorOps.readLink("/proc/\(pid)/fd/\(name)") else { return false }
-            return link == target
+        if case .success(let names) = FileDescriptorOps.directoryEntries(atPath: "/proc/\(pid)/fd") {
+            return names.contains { name in
+                guard case .success(let link) = FileDescriptorOps.readLink("/proc/\(pid)/fd/\(name)") else { return false }
+                return link == target
+            }
         }
-        if case .success(let names) = FileDescriptorOps.directoryEntries(atPath: "/proc/\(pid)/fd") { return names.contains(where: holds) }
-        // Listing another user's descriptor table needs read permission on the directory, which a
-        // daemon with CAP_SYS_PTRACE alone lacks; reading each link needs only ptrace access. Try every
-        // descriptor number below the table's size (`FDSize` in /proc/PID/status).
-        guard let size = descriptorTableSize(pid) else { return false }
-        return (0..<size).contains { holds(String($0)) }
+        guard let sockfs = socketMountID,
+              case .success(let names) = FileDescriptorOps.directoryEntries(atPath: "/proc/\(pid)/fdinfo") else { return false }
+        return names.contains { name in
+            guard let entry = descriptorInfo("/proc/\(pid)/fdinfo/\(name)") else { return false }
+            return entry.mountID == sockfs && entry.inode == inode
+        }
     }
 
-    /// The size of a process's descriptor table (`FDSize:` in /proc/PID/status), at most 65536.
-    static func descriptorTableSize(_ pid: Int32) -> Int? {
-        guard case .success(let bytes) = FileDescriptorOps.readFile(atPath: "/proc/\(pid)/status", maximumBytes: 1 << 16) else { return nil }
-        let line = String(decoding: bytes, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix("FDSize:") }
-        guard let value = line?.split(separator: "\t").last.flatMap({ Int($0.trimmingPrefix(" ")) }) else { return nil }
-        return min(value, 65536)
+    /// The mount id of sockfs, the kernel's internal mount every socket lives on: `mnt_id` in the fdinfo of a
+    /// socket of our own; nil when fdinfo cannot be read.
+    static let socketMountID: Int? = {
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        return descriptorInfo("/proc/self/fdinfo/\(fd)")?.mountID
+    }()
+
+    /// `mnt_id` and `ino` of one /proc/PID/fdinfo/N file; nil when unreadable or without them (kernels
+    /// before 5.14 print no `ino:`).
+    static func descriptorInfo(_ path: String) -> (mountID: Int, inode: UInt64)? {
+        guard case .success(let bytes) = FileDescriptorOps.readFile(atPath: path, maximumBytes: 4096) else { return nil }
+        var mountID: Int?, inode: UInt64?
+        for line in bytes.split(separator: UInt8(ascii: "\n")) {
+            let fields = line.split(whereSeparator: { $0 == 9 || $0 == 32 }).map { String(decoding: $0, as: UTF8.self) }
+            guard fields.count == 2 else { continue }
+            if fields[0] == "mnt_id:" { mountID = Int(fields[1]) }
+            if fields[0] == "ino:" { inode = UInt64(fields[1]) }
+        }
+        guard let mountID, let inode else { return nil }
+        return (mountID, inode)
     }
 
     /// Asks the kernel to attach the writer's credentials to what is written to the Unix socket `fd`
@@ -88,13 +113,15 @@ public enum PeerProcess {
     }
 
     /// The processes with `uid` among their user ids (/proc/PID/status `Uid:`: real, effective, saved,
-    /// filesystem) that hold the socket with inode `inode`, by increasing pid. Reading other users'
-    /// /proc/PID/fd needs CAP_SYS_PTRACE (the daemon's service has it; see locationd.service).
-    public static func processes(holdingSocket inode: UInt64, uid: UInt32) -> [Int32] {
+    /// filesystem) that hold the socket with inode `inode`, by increasing pid; any process when `uid` is nil
+    /// (a daemon that dropped privileges keeps the socket it made as root). Other users' processes are read
+    /// through /proc/PID/fdinfo with CAP_SYS_PTRACE (the service's one capability; see `process(_:holdsSocket:)`).
+    public static func processes(holdingSocket inode: UInt64, uid: UInt32?) -> [Int32] {
         guard case .success(let names) = FileDescriptorOps.directoryEntries(atPath: "/proc") else { return [] }
         var holders: [Int32] = []
         for name in names {
-            guard let pid = Int32(name), pid > 0, let status = status(of: pid), status.uids.contains(uid) else { continue }
+            guard let pid = Int32(name), pid > 0 else { continue }
+            if let uid { guard let status = status(of: pid), status.uids.contains(uid) else { continue } }
             if process(pid, holdsSocket: inode) { holders.append(pid) }
         }
         return holders.sorted()

@@ -33,12 +33,15 @@ struct ReceiverSetReports: ReceiverStatusProvider {
 /// Why the daemon could not start.
 public enum DaemonError: Error, CustomStringConvertible {
     case socket(path: String, errno: Errno)
+    /// A `gpsd-listen` address could not be bound; `reason` says why and, when in use, by what.
+    case gpsdListen(address: String, reason: String)
     case stateDirectory(path: String, errno: Errno)
 
     public var description: String {
         switch self {
         case let .socket(path, e):
             return e == .addressInUse ? "socket \(path) is in use by a running daemon" : "cannot listen on \(path): \(e)"
+        case let .gpsdListen(_, reason): return reason
         case let .stateDirectory(path, e): return "cannot create state directory \(path): \(e)"
         }
     }
@@ -104,7 +107,7 @@ public final class Daemon: @unchecked Sendable {
                 gpsdListeners.append(try TCPListener(address: address))
             } catch {
                 gpsdListeners.forEach { $0.close() }
-                throw DaemonError.socket(path: address.description, errno: error)
+                throw DaemonError.gpsdListen(address: address.description, reason: AddressHolder.bindError(address, error))
             }
         }
         receivers = ReceiverSet(configuration.receivers.map(makeReceiver))

@@ -203,6 +203,7 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
         if let sky = connection.sky[reportDevice] {
             fix.satellitesUsed = sky.satellitesUsed
             fix.satellitesVisible = sky.satellitesVisible
+            fix.satellites = sky.satellites
             fix.dop = sky.dop
         }
         core.deliver(fix)
@@ -235,6 +236,8 @@ private final class Connection: @unchecked Sendable {
         /// Satellites with `used: true`, and all listed; nil when the SKY listed none.
         var satellitesUsed: Int?
         var satellitesVisible: Int?
+        /// SKY.satellites, as libgps unpacked them into its skyview.
+        var satellites: [Satellite] = []
         /// SKY.hdop, vdop, pdop, tdop, gdop.
         var dop = DilutionOfPrecision()
     }
@@ -274,12 +277,31 @@ private final class Connection: @unchecked Sendable {
         if report.pointee.set & SATELLITE_SET != 0 {
             sky.satellitesUsed = Int(report.pointee.satellites_used)
             sky.satellitesVisible = Int(report.pointee.satellites_visible)
+            sky.satellites = Self.satellites(of: report)
         } else {
             sky.satellitesUsed = nil
             sky.satellitesVisible = nil
+            sky.satellites = []
         }
         if self.sky[device] == nil && self.sky.count >= 16 { self.sky.removeAll() }
         self.sky[device] = sky
+    }
+
+    /// The satellites of libgps's skyview (gps.h `struct satellite_t`, gpsd_json(5) SKY.satellites): by gnssid
+    /// and svid when gpsd gave them (u-blox numbering, which `Constellation` shares), else by gpsd's PRN
+    /// (NMEA 2.x–4.0 ranges); an SNR of −1 or a NaN angle is absent.
+    static func satellites(of report: UnsafeMutablePointer<gps_data_t>) -> [Satellite] {
+        let count = max(0, min(Int(report.pointee.satellites_visible), Int(MAXCHANNELS)))
+        return withUnsafeBytes(of: &report.pointee.skyview) { raw in
+            let list = raw.bindMemory(to: satellite_t.self)
+            return list.prefix(count).map { s in
+                let identified = s.svid != 0
+                return Satellite(prn: identified ? Int(s.svid) : Int(s.PRN),
+                                 constellation: identified ? Constellation(rawValue: Int(s.gnssid)) : nil,
+                                 elevation: GpsdReceiver.finite(s.elevation), azimuth: GpsdReceiver.finite(s.azimuth),
+                                 signalToNoise: s.ss >= 0 ? GpsdReceiver.finite(s.ss) : nil, used: s.used)
+            }
+        }
     }
 
     /// `gps_open` (libgps(3)): connects to gpsd at host:port and sets up libgps's line buffer. False on

@@ -46,6 +46,9 @@ public struct GPSDEncoder {
     }
 
     /// Appends a `SKY` line (DOPs, satellites used/seen, satellites) for `fix` to `out`.
+    ///
+    /// `uSat` counts the listed satellites marked used, as gpsd's SKY does (gpsd_json(5) SKY.uSat), so the two
+    /// always agree; without a list it is the receiver's own count (`Fix.satellitesUsed`).
     public mutating func appendSKY(_ fix: Fix, to out: inout [UInt8]) {
         writer.reset()
         writer.begin()
@@ -58,7 +61,8 @@ public struct GPSDEncoder {
         writer.field("tdop", fix.dop.time, decimals: 2)
         writer.field("gdop", fix.dop.geometric, decimals: 2)
         writer.field("nSat", fix.satellitesVisible)
-        writer.field("uSat", fix.satellitesUsed)
+        writer.field("uSat", fix.satellites.isEmpty ? fix.satellitesUsed
+                                                    : fix.satellites.reduce(0) { $0 + ($1.used ? 1 : 0) })
         if !fix.satellites.isEmpty {
             writer.beginArray("satellites")
             for sat in fix.satellites { writer.satelliteElement(sat) }

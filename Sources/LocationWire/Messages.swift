@@ -15,8 +15,9 @@ extension ServerMessage {
 
     /// The `WATCH` acknowledgement: the effective subscription (`minInterval` seconds,
     /// `distanceFilter` metres).
-    public static func watch(enable: Bool, minInterval: Double, distanceFilter: Double) -> [UInt8] {
-        ServerMessage.watch(Watch(enable: enable, minInterval: minInterval, distanceFilter: distanceFilter)).encoded()
+    public static func watch(enable: Bool, minInterval: Double, distanceFilter: Double, satellites: Bool = false) -> [UInt8] {
+        ServerMessage.watch(Watch(enable: enable, minInterval: minInterval, distanceFilter: distanceFilter,
+                                  satellites: satellites ? true : nil)).encoded()
     }
 
     /// `STATE`: the fix was lost (with the reason) or came back.

@@ -12,11 +12,12 @@ extension Request {
         w.begin()
         w.field("class", className)
         switch self {
-        case let .watch(enable, minInterval, distanceFilter):
+        case let .watch(enable, minInterval, distanceFilter, satellites):
             w.field("enable", enable)
             if enable {
                 w.field("minInterval", minInterval)
                 w.field("distanceFilter", distanceFilter)
+                if satellites { w.field("satellites", true) }
             }
         case .poll(let timeout):
             w.field("timeout", timeout)

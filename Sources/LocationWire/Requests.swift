@@ -15,8 +15,9 @@ public enum ProtocolVersion {
 
 /// A client request (docs/PROTOCOL.md "Requests").
 public enum Request: Equatable, Sendable {
-    /// Subscribe (`enable`) or unsubscribe; `minInterval` seconds, `distanceFilter` metres.
-    case watch(enable: Bool, minInterval: Double, distanceFilter: Double)
+    /// Subscribe (`enable`) or unsubscribe; `minInterval` seconds, `distanceFilter` metres; `satellites`: a
+    /// `SKY` after each full-accuracy `TPV`.
+    case watch(enable: Bool, minInterval: Double, distanceFilter: Double, satellites: Bool = false)
     /// One fix newer than the request, waiting up to `timeout` seconds.
     case poll(timeout: Double)
     /// The daemon's state.
@@ -153,7 +154,8 @@ public enum RequestParser {
             guard distance >= 0, distance.isFinite else {
                 throw RequestError(request: name, message: "distanceFilter must be a number of metres ≥ 0")
             }
-            return .watch(enable: members.enable ?? true, minInterval: interval, distanceFilter: distance)
+            return .watch(enable: members.enable ?? true, minInterval: interval, distanceFilter: distance,
+                          satellites: members.satellites ?? false)
         case "POLL":
             let timeout = members.timeout ?? 10
             guard timeout > 0, timeout <= 300 else {
@@ -239,6 +241,7 @@ public enum RequestParser {
         var enable: Bool?
         var minInterval: Double?
         var distanceFilter: Double?
+        var satellites: Bool?
         var timeout: Double?
         var authorization: String?
         var accuracy: String?
@@ -278,6 +281,7 @@ public enum RequestParser {
             enable = try bool("enable")
             minInterval = try double("minInterval")
             distanceFilter = try double("distanceFilter")
+            satellites = try bool("satellites")
             timeout = try double("timeout")
             authorization = try string("authorization")
             accuracy = try string("accuracy")

@@ -5,7 +5,7 @@ public struct ServerMessageError: Error, Equatable, Sendable, CustomStringConver
     /// The line's `class` when it had one (a string), nil when the line is not a JSON object with one.
     public var className: String?
     /// What is wrong, e.g. `"not a JSON object"`, `"TPV.lat must be a number"`,
-    /// `"unknown class \"SKY\""`.
+    /// `"unknown class \"GST\""`.
     public var message: String
 
     /// Makes the value; each parameter is the property of the same name (units there).
@@ -52,13 +52,15 @@ extension ServerMessage {
                                   nextReportIn: try m.number("nextReportIn")))
         case "WATCH":
             return .watch(Watch(enable: try m.bool("enable"), minInterval: try m.number("minInterval"),
-                                distanceFilter: try m.number("distanceFilter")))
+                                distanceFilter: try m.number("distanceFilter"), satellites: try m.bool("satellites")))
         case "STATE":
             return .state(State(fix: try m.required(m.bool("fix"), "fix"), reason: try m.string("reason")))
         case "POLL":
             return .poll(Poll(tpv: try m.objects("tpv").map { reader throws(ServerMessageError) in try TPV(reader) }))
         case "TPV":
             return .tpv(try TPV(m))
+        case "SKY":
+            return .sky(try Sky(m))
         case "STATUS":
             let receivers = try m.objects("receivers").map { r throws(ServerMessageError) in
                 Status.Receiver(name: try r.string("name") ?? "?", type: try r.string("type") ?? "?", path: try r.string("path"),

@@ -21,6 +21,8 @@ public enum ServerMessage: Equatable, Sendable {
     case poll(Poll)
     /// `TPV`: a location report.
     case tpv(TPV)
+    /// `SKY`: satellites and DOPs, to full-accuracy watchers that asked for them.
+    case sky(Sky)
     /// The `STATUS` reply.
     case status(Status)
     /// `AUTHORIZATION`: the client's status (a reply, or unasked on a change).
@@ -45,6 +47,7 @@ public enum ServerMessage: Equatable, Sendable {
         case .state: return "STATE"
         case .poll: return "POLL"
         case .tpv: return "TPV"
+        case .sky: return "SKY"
         case .status: return "STATUS"
         case .authorization: return "AUTHORIZATION"
         case .agent: return "AGENT"
@@ -100,12 +103,15 @@ public enum ServerMessage: Equatable, Sendable {
         public var minInterval: Double?
         /// Metres a position must move from the last delivered one (`distanceFilter`).
         public var distanceFilter: Double?
+        /// A `SKY` follows each full-accuracy `TPV` (`satellites`; absent: false).
+        public var satellites: Bool?
 
         /// Makes the value; each parameter is the property of the same name (units there).
-        public init(enable: Bool?, minInterval: Double?, distanceFilter: Double?) {
+        public init(enable: Bool?, minInterval: Double?, distanceFilter: Double?, satellites: Bool? = nil) {
             self.enable = enable
             self.minInterval = minInterval
             self.distanceFilter = distanceFilter
+            self.satellites = satellites
         }
     }
 
@@ -294,6 +300,10 @@ extension ServerMessage {
             w.append(to: &out)
             return
         }
+        if case .sky(let sky) = self {
+            sky.append(to: &out)
+            return
+        }
         w.begin()
         w.field("class", className)
         switch self {
@@ -309,12 +319,13 @@ extension ServerMessage {
             if let enable = watch.enable { w.field("enable", enable) }
             w.field("minInterval", watch.minInterval)
             w.field("distanceFilter", watch.distanceFilter)
+            if watch.satellites == true { w.field("satellites", true) }
         case .state(let s):
             w.field("fix", s.fix)
             w.field("reason", s.reason)
         case .poll(let poll):
             w.objects("tpv", poll.tpv) { $0.writeMembers(to: &$1) }
-        case .tpv, .agent:
+        case .tpv, .sky, .agent:
             break
         case .status(let s):
             s.writeMembers(to: &w)

@@ -29,7 +29,7 @@ extension FixAssembler {
                 sky.append(page, talker: sentence.talker)
                 return false
             case .gsa(let gsa):
-                sky.append(gsa)
+                sky.append(gsa, talker: sentence.talker)
                 fallthrough
             default:
                 fold.add(sentence.sentence)

@@ -225,7 +225,9 @@ public struct FixAssembler: Sendable {
 
         // Satellites and DOPs.
         fix.dop = dop
-        fix.satellitesUsed = usedCount ?? sky.usedCount
+        // The satellites the GSA sentences mark as used, each once, all systems together; GGA's count only
+        // without GSA (its field stops at 12 on many receivers, and counts one system on some).
+        fix.satellitesUsed = sky.usedCount ?? usedCount
         fix.satellites = sky.satellites
         fix.satellitesVisible = sky.satellites.isEmpty ? nil : sky.satellites.count
 

@@ -129,7 +129,8 @@ public enum SentenceParser {
     }
 
     static func parseGSV(_ c: consuming FieldCursor, talker: Talker) throws(SentenceError) -> GSV {
-        guard let total = try c.integer() else { throw .missingField(sentence: "GSV", field: 1) }
+        // NMEA 4.11 lets pages after the first leave the page count empty (it repeats the first page's).
+        let total = try c.integer() ?? 0
         guard let number = try c.integer() else { throw .missingField(sentence: "GSV", field: 2) }
         var s = GSV(totalMessages: total, messageNumber: number)
         s.constellation = talker.constellation

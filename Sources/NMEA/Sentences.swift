@@ -105,6 +105,8 @@ public struct GSA: Hashable, Sendable {
 
 /// `$--GSV`: satellites in view, one page of up to four. Source: NMEA 0183 v4.11 §GSV.
 public struct GSV: Hashable, Sendable {
+    /// Number of pages in the set; 0 when the field was empty (NMEA 0183 v4.11 §GSV allows that in the second
+    /// and later pages, where it would repeat the first page's).
     public var totalMessages: Int
     public var messageNumber: Int
     public var satellitesInView: Int?

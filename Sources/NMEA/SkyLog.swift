@@ -20,7 +20,14 @@ struct SkyLog: Sendable {
     /// One logged change, with the range of `satellites` or `prns` it owns.
     private enum Entry: Sendable {
         case page(Page, satellites: Range<Int>)
-        case used(prns: Range<Int>)
+        case used(UsedList, prns: Range<Int>)
+    }
+
+    /// Whose satellites a GSA used-list names: its talker and, from NMEA 4.10, its GNSS system id. A PRN means
+    /// a satellite only together with these (NMEA 0183 v4.11 §GSA: "GNSS System ID", Table 20).
+    struct UsedList: Sendable {
+        var talker: Talker?
+        var systemID: Int?
     }
 
     private var entries: [Entry] = []
@@ -45,12 +52,12 @@ struct SkyLog: Sendable {
         entries.append(.page(header, satellites: start..<satellites.count))
     }
 
-    /// Logs the PRNs a GSA sentence marks as used.
-    mutating func append(_ gsa: GSA) {
+    /// Logs the PRNs a GSA sentence marks as used, with the talker and system id that say whose they are.
+    mutating func append(_ gsa: GSA, talker: Talker?) {
         let start = prns.count
         let used = gsa.usedPRNs
         for i in 0..<used.count { prns.append(used[i]) }
-        entries.append(.used(prns: start..<prns.count))
+        entries.append(.used(UsedList(talker: talker, systemID: gsa.systemID), prns: start..<prns.count))
     }
 
     /// Logs all of `other`'s changes after this log's.
@@ -60,8 +67,8 @@ struct SkyLog: Sendable {
             switch entry {
             case .page(let page, let range):
                 entries.append(.page(page, satellites: range.lowerBound + satelliteOffset..<range.upperBound + satelliteOffset))
-            case .used(let range):
-                entries.append(.used(prns: range.lowerBound + prnOffset..<range.upperBound + prnOffset))
+            case .used(let list, let range):
+                entries.append(.used(list, prns: range.lowerBound + prnOffset..<range.upperBound + prnOffset))
             }
         }
         satellites.append(contentsOf: other.satellites)
@@ -84,8 +91,8 @@ struct SkyLog: Sendable {
                     switch entry {
                     case .page(let page, let range):
                         sky.add(page, satellites: UnsafeBufferPointer(rebasing: satellites[range]))
-                    case .used(let range):
-                        sky.noteUsed(UnsafeBufferPointer(rebasing: prns[range]))
+                    case .used(let list, let range):
+                        sky.noteUsed(UnsafeBufferPointer(rebasing: prns[range]), of: list)
                     }
                 }
             }

@@ -22,15 +22,28 @@ struct SkyView: Sendable {
         var building: [Satellite] = []
         var hasBuilding = false
 
+        /// Pages in the set under way, from the first page that gave the count (0: not known yet).
+        var expectedPages = 0
+        /// The page number the set under way expects next; 0 when none is under way.
+        var nextPage = 0
+
         /// Adds one page to the set under way; returns true when it completed the set and changed it.
+        ///
+        /// NMEA 0183 v4.11 §GSV lets the second and later pages of a set leave fields that repeat the first
+        /// page's empty (the number of pages among them, parsed as 0): the first page's count stands.
         mutating func receive(_ page: SkyLog.Page, satellites: UnsafeBufferPointer<GSVSatellite>, epoch: Int) -> Bool {
             hasBuilding = true
-            if page.messageNumber <= 1 { building.removeAll(keepingCapacity: true) }
+            if page.messageNumber <= 1 {
+                building.removeAll(keepingCapacity: true)
+                expectedPages = 0
+            }
+            if page.totalMessages > 0 { expectedPages = page.totalMessages }
             for sat in satellites {
                 building.append(sat.satellite(constellation: SkyView.constellation(prn: sat.prn, talker: page.talker),
                                               signalID: page.signalID))
             }
-            return page.messageNumber >= page.totalMessages && finishBuilding(epoch: epoch)
+            nextPage = page.messageNumber + 1
+            return expectedPages > 0 && page.messageNumber >= expectedPages && finishBuilding(epoch: epoch)
         }
 
         /// The set under way becomes the complete one; returns true when its content differs.
@@ -39,6 +52,7 @@ struct SkyView: Sendable {
             swap(&complete, &building)
             building.removeAll(keepingCapacity: true)
             hasBuilding = false
+            nextPage = 0
             hasComplete = true
             refreshed = epoch
             return differs
@@ -51,31 +65,51 @@ struct SkyView: Sendable {
     /// reporting leaves the view.
     static let expiryEpochs = 10
     private var epoch = 0
+    /// Satellites (`key`) the last epoch's GSA sentences marked as used, and those of the epoch under way.
     private var used = IntegerBitSet()
     private var usedThisEpoch = IntegerBitSet()
     private var sawGSAThisEpoch = false
     private var changed = false
-    /// Satellites already listed during a rebuild (constellation × PRN), cleared after each rebuild.
+    /// Satellites already listed during a rebuild (`key`), cleared after each rebuild.
     private var seen = IntegerBitSet()
-    private var seenOutsideBitmap: Set<Int> = []
     private(set) var satellites: [Satellite] = []
 
-    /// Number of satellites the last GSA set marked as used; nil before any GSA.
+    /// Number of satellites the last epoch's GSA sentences marked as used, each counted once; nil before any
+    /// GSA.
     var usedCount: Int? { sawAnyGSA ? used.count : nil }
     private var sawAnyGSA = false
 
     /// Adds one GSV page, given as its header and its satellites.
+    ///
+    /// A set is keyed by the signal id of its first page. A later page continues the set under way of its
+    /// talker that expects it (Quectel LC79D sends `$GPGSV` pages 1–2 without a signal id and page 3 with one,
+    /// one set in all); its satellites keep the page's own signal id.
     mutating func add(_ page: SkyLog.Page, satellites: UnsafeBufferPointer<GSVSatellite>) {
-        let index = setIndex(talker: page.talker?.rawValue ?? 0, signal: page.signalID ?? 0)
+        let talker = page.talker?.rawValue ?? 0, signal = page.signalID ?? 0, number = page.messageNumber
+        let index: Int
+        if number > 1, !sets.contains(where: { $0.talker == talker && $0.signal == signal && $0.nextPage == number }),
+           let continued = sets.firstIndex(where: { $0.talker == talker && $0.nextPage == number }) {
+            index = continued
+        } else {
+            index = setIndex(talker: talker, signal: signal)
+        }
         if sets[index].receive(page, satellites: satellites, epoch: epoch) { changed = true }
     }
 
-    /// Notes the PRNs one GSA sentence marks as used in the fix.
-    mutating func noteUsed(_ prns: UnsafeBufferPointer<Int>) {
+    /// Notes the satellites one GSA sentence marks as used in the fix.
+    ///
+    /// A PRN names a satellite only together with its system: NMEA 4.10+ receivers send one GSA per system
+    /// (`$GNGSA,…,1` GPS, `…,3` Galileo), each numbering its satellites from 1, so Galileo's 3 is not GPS's
+    /// 3. The system comes from the GSA's system id, else the talker, else the PRN's range (NMEA 0183 v4.11
+    /// §GSA field 18, Table 20). The GSA sentences of one epoch add up.
+    mutating func noteUsed(_ prns: UnsafeBufferPointer<Int>, of list: SkyLog.UsedList) {
         if !sawGSAThisEpoch { usedThisEpoch.removeAll() }
         sawGSAThisEpoch = true
         sawAnyGSA = true
-        for prn in prns { usedThisEpoch.insert(prn) }
+        for prn in prns where prn > 0 {
+            let system = Self.constellation(prn: prn, talker: list.talker, systemID: list.systemID)
+            usedThisEpoch.insert(Self.key(prn: prn, constellation: system))
+        }
     }
 
     /// Ends an epoch: GSA sets seen in it replace the used list; a changed view is rebuilt.
@@ -109,30 +143,33 @@ struct SkyView: Sendable {
         all.reserveCapacity(satellites.count)
         for set in sets where set.hasComplete {
             for var sat in set.complete {
-                let id = (sat.constellation?.rawValue ?? 15) << 16 | sat.prn
-                guard markSeen(id) else { continue }
-                sat.used = used.contains(sat.prn)
+                let key = Self.key(prn: sat.prn, constellation: sat.constellation)
+                guard seen.insert(key) else { continue }
+                sat.used = used.contains(key)
                 all.append(sat)
             }
         }
         seen.removeAll()
-        seenOutsideBitmap.removeAll(keepingCapacity: true)
         satellites = all
     }
 
-    /// Records a satellite id (`constellation << 16 | prn`); false when it was already recorded.
-    @inline(__always)
-    private mutating func markSeen(_ id: Int) -> Bool {
-        let compact = Self.compactID(id)
-        if compact >= 0 { return seen.insert(compact) }
-        return seenOutsideBitmap.insert(id).inserted
-    }
-
-    /// `constellation * 512 + prn` for constellations 0–15 and PRNs 0–511 (a bit in `seen`); −1 otherwise.
-    @inline(__always)
-    private static func compactID(_ id: Int) -> Int {
-        let prn = id & 0xFFFF, constellation = id >> 16
-        return prn < 512 && constellation >= 0 && constellation < 16 ? constellation << 9 | prn : -1
+    /// One integer per satellite: its system and its number within the system (`svid`), so that the NMEA
+    /// numberings of one satellite (GLONASS 65 and 1, Galileo 301, Quectel's 101 and 1, SBAS 33 and 120) meet and those of
+    /// two systems never do. Within the bitmap of `IntegerBitSet` for systems 0–15 and svids 0–511.
+    /// Sources: NMEA 0183 v4.11 §GSV id ranges; gpsd_json(5) SKY `gnssid`/`svid`.
+    static func key(prn: Int, constellation: Constellation?) -> Int {
+        let system = constellation?.rawValue ?? 15
+        let svid: Int
+        switch constellation {
+        case .sbas?: svid = (33...64).contains(prn) ? prn + 87 : prn
+        case .glonass?: svid = (65...96).contains(prn) ? prn - 64 : prn
+        case .galileo?: svid = (301...399).contains(prn) ? prn - 300 : (101...199).contains(prn) ? prn - 100 : prn
+        case .beidou?: svid = (401...499).contains(prn) ? prn - 400 : (201...299).contains(prn) ? prn - 200 : prn
+        case .qzss?: svid = (193...202).contains(prn) ? prn - 192 : prn
+        default: svid = prn
+        }
+        guard (0..<512).contains(svid) else { return IntegerBitSet.bitmapSize + (system << 32 | (prn & 0xFFFF_FFFF)) }
+        return system << 9 | svid
     }
 
     /// The index of the set for (talker, signal), inserting an empty one in order when missing.
@@ -161,6 +198,26 @@ struct SkyView: Sendable {
         case 201...264, 401...437: return .beidou
         case 301...336: return .galileo
         default: return talker?.constellation
+        }
+    }
+
+    /// The system of a satellite a GSA lists as used: from the NMEA 4.10+ system id (1 GPS — with SBAS and
+    /// QZSS in their PRN ranges —, 2 GLONASS, 3 Galileo, 4 BeiDou, 5 QZSS, 6 NavIC), else as for GSV.
+    /// Source: NMEA 0183 v4.11 §GSA field 18 and Table 20 "GNSS System ID".
+    static func constellation(prn: Int, talker: Talker?, systemID: Int?) -> Constellation? {
+        switch systemID {
+        case 1?:
+            switch prn {
+            case 33...64, 120...158: return .sbas
+            case 193...202: return .qzss
+            default: return .gps
+            }
+        case 2?: return .glonass
+        case 3?: return .galileo
+        case 4?: return .beidou
+        case 5?: return .qzss
+        case 6?: return .navic
+        default: return constellation(prn: prn, talker: talker)
         }
     }
 }

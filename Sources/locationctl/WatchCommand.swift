@@ -4,16 +4,17 @@ import LocationWire
 /// `locationctl watch`: subscribe and print locations as they come.
 enum WatchCommand {
     static let help = """
-        usage: locationctl watch [--count N] [--json] [--min-interval S] [--distance-filter M]
+        usage: locationctl watch [--count N] [--json] [--satellites] [--min-interval S] [--distance-filter M]
                                  [--authorization once|when-in-use|always] [--accuracy full|reduced]
                                  [--purpose KEY] [--socket PATH]
 
         Asks locationd for authorization (the daemon may ask an agent, a person, first: up to its
         ask-timeout), then subscribes to its location updates and prints one line per location:
 
-          2007-04-08 09:53:05.802Z  -27.2109117  153.0522500  ±400.9 m  3.6 km/h  track 133.96°  [gnss0]
+          2007-04-08 09:53:05.802Z  -27.2109117  153.0522500  ±247.2 m  3.6 km/h  track 133.96°  [gnss0]
 
-        (UTC time, latitude and longitude in degrees, horizontal accuracy in metres, speed, course over
+        (UTC time, latitude and longitude in degrees, horizontal accuracy in metres — the radius of 68 %
+        confidence —, speed, course over
         ground in degrees true; values the daemon does not know are left out), and a line when the fix
         is lost ("fix lost: REASON") or comes back ("fix acquired"), and when the daemon changes this
         client's authorization ("authorization: notDetermined (REASON)"). Runs until interrupted, or
@@ -23,6 +24,9 @@ enum WatchCommand {
           --count N              exit after N locations
           --json                 print the TPV objects exactly as received, one per line (and STATE
                                  objects for fix changes) instead
+          --satellites           after each location, a line with the satellites used and in view and
+                                 the DOPs ("satellites: 25 used of 43, hdop 0.56"; with --json, the SKY
+                                 object); full accuracy only
           --min-interval S       at most one location every S seconds (default 0: every fix)
           --distance-filter M    only locations at least M metres from the last one printed
           --authorization K      ask for 'once' (this connection only; the default), 'when-in-use'
@@ -46,6 +50,7 @@ enum WatchCommand {
     static func run(_ arguments: [String], socketPath globalSocketPath: String?) async -> ExitCode {
         var count: Int? = nil
         var json = false
+        var satellites = false
         var minInterval = 0.0
         var distanceFilter = 0.0
         var authorization = AuthorizationOptions()
@@ -58,6 +63,7 @@ enum WatchCommand {
                     return .ok
                 case "--count": count = try options.count(for: option)
                 case "--json": json = true
+                case "--satellites": satellites = true
                 case "--min-interval": minInterval = try options.number(for: option, in: 0...1e9, unit: "seconds")
                 case "--distance-filter":
                     distanceFilter = try options.number(for: option, in: 0...1e8, unit: "metres")
@@ -77,7 +83,7 @@ enum WatchCommand {
             if let refused = try await authorize(client, authorization, command: "watch") { return refused }
             var printed = 0
             var hadFix = false
-            for try await update in client.updates(minInterval: minInterval, distanceFilter: distanceFilter) {
+            for try await update in client.updates(minInterval: minInterval, distanceFilter: distanceFilter, satellites: satellites) {
                 let line: String
                 switch update {
                 case .location(let location):
@@ -93,7 +99,10 @@ enum WatchCommand {
                         line = (hadFix ? "fix lost" : "no fix") + (reason.map { ": \($0)" } ?? "")
                     }
                     hadFix = hadFix || fix
-                case .authorization(let change):
+                case .satellites(let view):
+                    line = json ? (view.json ?? "") : "satellites: \(view.used.map(String.init) ?? "?") used of "
+                        + "\(view.visible ?? view.satellites.count)" + (view.dop.horizontal.map { ", hdop \($0)" } ?? "")
+                                case .authorization(let change):
                     line = json ? (change.json ?? "") : "authorization: \(describe(change))" + (change.reason.map { " (\($0))" } ?? "")
                     guard change.isAuthorized else {
                         guard writeStandardOutput(line + "\n") else { return .ioError }

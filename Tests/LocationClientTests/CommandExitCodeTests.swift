@@ -26,7 +26,7 @@ struct CommandExitCodeTests {
         let result = await runLocationctl(["get", "--socket", server.path, "--authorization", "persistent",
                                            "--accuracy", "reduced", "--timeout", "5"])
         #expect(result.status == 0, "\(result)")
-        #expect(result.stdout == "2007-04-08 09:53:05.802Z  -27.2109117  153.0522500  ±400.9 m  3.6 km/h  track 133.96°  [gnss0]\n")
+        #expect(result.stdout == "2007-04-08 09:53:05.802Z  -27.2109117  153.0522500  ±247.2 m  3.6 km/h  track 133.96°  [gnss0]\n")
         #expect(await server.finished())
         #expect(server.requests == [
             #"{"class":"AUTHORIZE","authorization":"persistent","accuracy":"reduced","name":"locationctl get"}"#,
@@ -109,7 +109,7 @@ struct CommandExitCodeTests {
         let result = await runLocationctl(["watch", "--socket", server.path, "--accuracy", "reduced"])
         #expect(result.status == 77, "\(result)")
         let lines = result.stdout.split(separator: "\n").map(String.init)
-        #expect(lines == ["2007-04-08 09:53:05.802Z  -27.2109117  153.0522500  ±400.9 m  3.6 km/h  track 133.96°  [gnss0]",
+        #expect(lines == ["2007-04-08 09:53:05.802Z  -27.2109117  153.0522500  ±247.2 m  3.6 km/h  track 133.96°  [gnss0]",
                           "authorization: notDetermined (revoked by administrator root (uid 0))"])
         #expect(result.stderr.contains("notDetermined"))
         #expect(await server.finished())

@@ -284,7 +284,7 @@ private struct GpspipeReport: Decodable {
 // MARK: - Events
 
 /// Records a receiver's events from its queue.
-private final class GpsdEventLog: Sendable {
+final class GpsdEventLog: Sendable {
     private let state = Mutex<[ReceiverEvent]>([])
 
     var handler: @Sendable (ReceiverEvent) -> Void {

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import LocationCore
 import LocationWire
 import Testing
@@ -136,5 +139,74 @@ struct ServerMessageTests {
         var appended = Array("x".utf8)
         message.append(to: &appended)
         #expect(appended == Array("x".utf8) + line)
+    }
+}
+
+/// docs/PROTOCOL.md "Accuracy": gpsd's ~95 % figures as 68 % ones.
+@Suite("Accuracy at 68 % confidence")
+struct ConfidenceLevelTests {
+    /// The factors from the normal distribution's quantiles, computed here independently: a circular
+    /// bivariate normal holds p within σ·√(−2 ln(1−p)); a normal holds p within ±z·σ (z68 = 0.994458,
+    /// z95 = 1.959964, the standard normal table).
+    @Test("factors: √(−2 ln 0.32)/√(−2 ln 0.05) horizontally, z68/z95 vertically")
+    func factors() {
+        let horizontal = (-2 * log(0.32)).squareRoot() / (-2 * log(0.05)).squareRoot()
+        #expect(abs(ConfidenceLevel.horizontal68Per95 - horizontal) < 1e-5)
+        #expect(abs(ConfidenceLevel.vertical68Per95 - 0.994458 / 1.959964) < 1e-5)
+    }
+
+    @Test("full accuracy converts; reduced keeps the grid bound it was sent; absent stays absent")
+    func conversions() {
+        // gpsd's eph for HDOP 1.0 without DGPS is 19 m at 95 % (libgpsd_core.c P_UERE_NO_DGPS).
+        #expect(abs((ConfidenceLevel.horizontalAccuracy(eph: 19, accuracy: .full) ?? 0) - 11.71787) < 1e-5)
+        #expect(ConfidenceLevel.horizontalAccuracy(eph: 2000, accuracy: .reduced) == 2000)
+        #expect(ConfidenceLevel.horizontalAccuracy(eph: nil, accuracy: .full) == nil)
+        #expect(abs((ConfidenceLevel.verticalAccuracy(epv: 23) ?? 0) - 11.66997) < 1e-5)
+    }
+}
+
+/// docs/PROTOCOL.md "SKY": the native front's SKY, read back; gpsd's own SKY lines read the same way.
+@Suite("SKY messages")
+struct SkyMessageTests {
+    @Test("a SKY line as the daemon writes it decodes to its satellites and DOPs, and encodes back to the same line")
+    func roundTrip() throws {
+        // The daemon's line for u-blox M9N at 22:37:47 (nSat, uSat and the first satellites as gpsd decodes them).
+        let line = #"{"class":"SKY","device":"gnss0","time":"2020-07-11T22:37:47.000Z","hdop":0.56,"vdop":0.88,"pdop":1.04,"nSat":43,"uSat":2,"satellites":[{"PRN":3,"gnssid":2,"el":44,"az":149,"ss":41,"used":true,"sigid":7},{"PRN":66,"gnssid":6,"el":9,"az":27,"used":false,"sigid":1},{"PRN":131,"gnssid":1,"el":45,"az":171,"ss":45,"used":true}]}"#
+        guard case .sky(let sky) = try ServerMessage.decode(Array(line.utf8)) else {
+            Issue.record("not a SKY")
+            return
+        }
+        #expect(sky.device == "gnss0")
+        #expect(sky.time?.iso8601 == "2020-07-11T22:37:47.000Z")
+        #expect(sky.dop.horizontal == 0.56 && sky.dop.vertical == 0.88 && sky.dop.position == 1.04)
+        #expect(sky.visible == 43 && sky.used == 2)
+        #expect(sky.satellites == [
+            Satellite(prn: 3, constellation: .galileo, elevation: 44, azimuth: 149, signalToNoise: 41, used: true, signalID: 7),
+            Satellite(prn: 66, constellation: .glonass, elevation: 9, azimuth: 27, used: false, signalID: 1),
+            Satellite(prn: 131, constellation: .sbas, elevation: 45, azimuth: 171, signalToNoise: 45, used: true),
+        ])
+        #expect(String(decoding: ServerMessage.sky(sky).encoded(), as: UTF8.self) == line + "\n")
+    }
+
+    @Test("gpsd's own SKY line (its .chk of the same receiver) decodes too")
+    func gpsdLine() throws {
+        let line = #"{"class":"SKY","gdop":2.70,"hdop":0.54,"pdop":0.99,"tdop":1.37,"xdop":0.66,"ydop":0.84,"vdop":0.83,"nSat":16,"uSat":8,"satellites":[{"PRN":5,"gnssid":0,"svid":5,"az":47.0,"el":1.0,"used":false},{"PRN":13,"gnssid":0,"svid":13,"az":62.0,"el":22.0,"ss":23.0,"used":true}]}"#
+        guard case .sky(let sky) = try ServerMessage.decode(Array(line.utf8)) else {
+            Issue.record("not a SKY")
+            return
+        }
+        #expect(sky.dop.geometric == 2.70 && sky.dop.time == 1.37)
+        #expect(sky.satellites.map(\.prn) == [5, 13])
+        #expect(sky.satellites.map(\.used) == [false, true])
+    }
+
+    @Test("WATCH satellites: parsed, encoded, echoed")
+    func watchSatellites() throws {
+        #expect(try RequestParser.parse(Array(#"{"class":"WATCH","satellites":true}"#.utf8))
+                == .watch(enable: true, minInterval: 0, distanceFilter: 0, satellites: true))
+        #expect(String(decoding: Request.watch(enable: true, minInterval: 1, distanceFilter: 0, satellites: true).encoded(), as: UTF8.self)
+                == #"{"class":"WATCH","enable":true,"minInterval":1,"distanceFilter":0,"satellites":true}"# + "\n")
+        #expect(String(decoding: ServerMessage.watch(enable: true, minInterval: 0, distanceFilter: 0, satellites: true), as: UTF8.self)
+                == #"{"class":"WATCH","enable":true,"minInterval":0,"distanceFilter":0,"satellites":true}"# + "\n")
     }
 }

@@ -469,10 +469,15 @@ struct SentenceParserTests {
         #expect(glonass.satellites[3] == Satellite(prn: 86, constellation: .glonass, elevation: 36, azimuth: 310, signalToNoise: nil))
     }
 
-    @Test("GSV without its message counters is a missing field")
-    func gsvMissingCounters() {
-        #expect(parseError("$GPGSV,,1,08,01,40,083,46") == .missingField(sentence: "GSV", field: 1))
+    @Test("GSV without its page number is a missing field; an empty page count or count in view is accepted (NMEA 4.11)")
+    func gsvMissingCounters() throws {
         #expect(parseError("$GPGSV,2,,08,01,40,083,46") == .missingField(sentence: "GSV", field: 2))
+        // NMEA 0183 v4.11 §GSV: later pages may leave fields that repeat the first page's empty.
+        let page = try #require(try parsed("$GPGSV,,2,,05,01,047,,1").gsv)
+        #expect(page.totalMessages == 0)
+        #expect(page.messageNumber == 2)
+        #expect(page.satellitesInView == nil)
+        #expect(page.satellites == [Satellite(prn: 5, constellation: .gps, elevation: 1, azimuth: 47, signalToNoise: nil)])
     }
 
     // MARK: VTG

@@ -26,6 +26,8 @@ struct Connection {
     var gpsd: GpsdSession? { didSet { speaksGpsd = gpsd != nil } }
     /// Whether `gpsd` is set: the fan-out's test, without touching the session.
     private(set) var speaksGpsd = false
+    /// The native client's `WATCH` asked for `satellites`: a `SKY` follows each full-accuracy report.
+    var wantsSatellites = false
 
     init(fd: Int32, identity: ClientIdentity, gpsd: Bool = false, now: ContinuousClock.Instant) {
         self.fd = fd

@@ -49,14 +49,23 @@ struct GpsdFrontState {
 
     /// The gpsd shapes of `fix` (the Publisher's report at `accuracy`, serial `serial`), encoded once per
     /// fix and accuracy: full — TPV with gpsd's estimates, SKY, NMEA with satellites; reduced — TPV with
-    /// the reduced position and `eph` only, no SKY, NMEA without satellites.
-    mutating func shapes(of fix: Fix, accuracy: AccuracyAuthorization, serial: UInt64) -> (tpv: [UInt8], sky: [UInt8], nmea: [UInt8]) {
+    /// the reduced position and `eph` only, no SKY, NMEA without satellites. The NMEA sentences only when
+    /// `nmea` (some client watches in `nmea`/`raw` mode): most do not, and they cost as much as the TPV.
+    mutating func shapes(of fix: Fix, accuracy: AccuracyAuthorization, serial: UInt64, nmea wanted: Bool = false)
+        -> (tpv: [UInt8], sky: [UInt8], nmea: [UInt8])
+    {
         if self.serial != serial {
             self.serial = serial
             encoded.removeAll(keepingCapacity: true)
         }
         let key = EncodingKey(accuracy: accuracy)
-        if let done = encoded[key] { return done }
+        if var done = encoded[key] {
+            if wanted && done.nmea.isEmpty {
+                NMEASynthesizer.appendEpoch(fix, satellites: accuracy == .full, to: &done.nmea)
+                encoded[key] = done
+            }
+            return done
+        }
         let device = fix.device.flatMap { devicePaths[$0] } ?? fix.device
         var tpv: [UInt8] = [], sky: [UInt8] = [], nmea: [UInt8] = []
         if accuracy == .full {
@@ -65,7 +74,7 @@ struct GpsdFrontState {
         } else {
             GpsdReports.appendTPV(fix, estimates: GpsdEstimates(eph: fix.eph), device: device, to: &tpv)
         }
-        NMEASynthesizer.appendEpoch(fix, satellites: accuracy == .full, to: &nmea)
+        if wanted { NMEASynthesizer.appendEpoch(fix, satellites: accuracy == .full, to: &nmea) }
         encoded[key] = (tpv, sky, nmea)
         return (tpv, sky, nmea)
     }

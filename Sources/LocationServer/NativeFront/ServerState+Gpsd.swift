@@ -96,12 +96,14 @@ extension ServerState {
         case let .report(id, accuracy):
             guard let fix = publisher.reportFix(accuracy) else { return }
             refreshDevicePaths()
-            let shapes = gpsdFront.shapes(of: fix, accuracy: accuracy, serial: publisher.reportSerial)
             guard let session = connections[id]?.gpsd else { return }
+            let shapes = gpsdFront.shapes(of: fix, accuracy: accuracy, serial: publisher.reportSerial, nmea: session.wantsNMEA)
             connections[id]?.gpsd?.lastTPV = shapes.tpv
             connections[id]?.gpsd?.lastSKY = shapes.sky
             var bytes: [UInt8] = []
-            if session.conversation.policy.json { bytes += shapes.tpv + shapes.sky }
+            // SKY first: gpsd clients (gpxlogger, cgps) pair a TPV with the SKY received before it, and gpsd sends a
+            // cycle's SKY (at its last GSV) before the TPV of the cycle's last position sentence.
+            if session.conversation.policy.json { bytes += shapes.sky + shapes.tpv }
             if session.wantsNMEA { bytes += shapes.nmea }
             if !bytes.isEmpty { send(id, bytes, isLocation: true, gpsd: true) }
         case let .fixState(id, fix):

@@ -20,8 +20,9 @@ extension ServerState {
             return
         }
         switch request {
-        case let .watch(enable, minInterval, distanceFilter):
-            watch(id, enable: enable, minInterval: minInterval, distanceFilter: distanceFilter, at: now)
+        case let .watch(enable, minInterval, distanceFilter, satellites):
+            if let index = connections.index(forKey: id) { connections.values[index].wantsSatellites = enable && satellites }
+            watch(id, enable: enable, minInterval: minInterval, distanceFilter: distanceFilter, satellites: satellites, at: now)
         case let .poll(timeout):
             poll(id, timeout: .seconds(timeout), at: now)
         case .status:
@@ -66,14 +67,15 @@ extension ServerState {
         return state
     }
 
-    private mutating func watch(_ id: Int, enable: Bool, minInterval: Double, distanceFilter: Double, at now: Moment) {
+    private mutating func watch(_ id: Int, enable: Bool, minInterval: Double, distanceFilter: Double, satellites: Bool,
+                                at now: Moment) {
         guard enable else {
             publisher.stopWatching(id)
             send(id, ServerMessage.watch(enable: false, minInterval: minInterval, distanceFilter: distanceFilter))
             return
         }
         guard let state = requireAuthorization(id, request: "WATCH", at: now) else { return }
-        send(id, ServerMessage.watch(enable: true, minInterval: minInterval, distanceFilter: distanceFilter))
+        send(id, ServerMessage.watch(enable: true, minInterval: minInterval, distanceFilter: distanceFilter, satellites: satellites))
         let out = publisher.startWatching(id, minInterval: .seconds(minInterval), distanceFilter: distanceFilter, state: state, at: now)
         deliver(out, at: now.wall)
     }
@@ -197,3 +199,4 @@ extension ServerState {
         if let next { scheduleOnceCheck(next, at: now) }
     }
 }
+

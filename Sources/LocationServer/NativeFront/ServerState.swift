@@ -258,6 +258,8 @@ struct ServerState {
 
     /// Whether a connection speaks gpsd's protocol, read in place (see `send`).
     private static func speaksGpsd(_ connection: inout Connection) -> Bool { connection.speaksGpsd }
+    /// Whether a native connection's `WATCH` asked for `SKY`, read in place.
+    private static func wantsSatellites(_ connection: inout Connection) -> Bool { connection.wantsSatellites }
 
     private enum SendOutcome {
         case done, watchWritable, close(String)
@@ -311,14 +313,17 @@ struct ServerState {
             }
             // Looked up once, by index, and read in place: `connections[id]?.gpsd` would copy the whole
             // connection for every client and fix.
+            var wantsSatellites = false
             guard let id = delivery.client, let index = connections.index(forKey: id) else { continue }
             if Self.speaksGpsd(&connections.values[index]) {
                 gpsdDeliver(delivery, at: wall)
                 continue
             }
+            wantsSatellites = Self.wantsSatellites(&connections.values[index])
             switch delivery {
             case let .report(id, accuracy):
-                send(at: index, id, publisher.reportBytes(accuracy), isLocation: true)
+                send(at: index, id, accuracy == .full && wantsSatellites ? publisher.fullReportWithSatellites() : publisher.reportBytes(accuracy),
+                     isLocation: true)
             case let .pollReply(id, accuracy):
                 send(id, ServerMessage.poll(tpv: publisher.reportBytes(accuracy)))
             case let .fixState(id, fix):

@@ -241,6 +241,18 @@ struct Publisher {
         accuracy == .full ? latest : report.reducedFix
     }
 
+    /// The full-accuracy report followed by the fix's `SKY` line (docs/PROTOCOL.md "SKY"), for watchers that
+    /// asked for satellites: one message, so that a slow reader's queue replaces both together. Just the
+    /// report when the fix lists no satellite. Encoded once per fix, on the first call.
+    mutating func fullReportWithSatellites() -> [UInt8] {
+        guard let latest, !report.full.isEmpty, !latest.satellites.isEmpty else { return report.full }
+        if report.fullWithSky.isEmpty {
+            report.fullWithSky = report.full
+            encoder.appendSKY(latest, to: &report.fullWithSky)
+        }
+        return report.fullWithSky
+    }
+
     /// Counts the fixes with a position published: a front's own encoding of `reportFix` holds while it is the same.
     var reportSerial: UInt64 { report.serial }
 
@@ -381,6 +393,8 @@ private struct ReportCache: Sendable {
     var serial: UInt64 = 0
     var full: [UInt8] = []
     var reduced: [UInt8] = []
+    /// `full` and the fix's `SKY`, encoded when a watcher first wants it.
+    var fullWithSky: [UInt8] = []
     var reducedDone = false
     var fullPosition: Position?
     var reducedPosition: Position?
@@ -392,6 +406,7 @@ private struct ReportCache: Sendable {
         serial &+= 1
         full.removeAll(keepingCapacity: true)
         reduced.removeAll(keepingCapacity: true)
+        fullWithSky.removeAll(keepingCapacity: true)
         reducedDone = false
         fullPosition = nil
         reducedPosition = nil

@@ -97,7 +97,7 @@ public enum GpsdReports {
 /// A satellite's identity in gpsd's numbering (gpsd_json(5) SKY.satellites `PRN`, `gnssid`, `svid`).
 ///
 /// gpsd's PRN: GPS 1–32, SBAS 33–64 (svid 120–151), GLONASS 65–96 (svid 1–32), QZSS 193–202 (svid 1–10),
-/// Galileo 301–336 (svid 1–36), BeiDou 401–463 (svid 1–63); gnssid as u-blox numbers systems (0 GPS, 1 SBAS,
+/// Galileo 301–336 (svid 1–36; NMEA 1–36, Quectel's 101–136), BeiDou 401–463 (svid 1–63); gnssid as u-blox numbers systems (0 GPS, 1 SBAS,
 /// 2 Galileo, 3 BeiDou, 5 QZSS, 6 GLONASS, 7 NavIC). Source: gpsd 3.22 `driver_nmea0183.c` `nmeaid_to_prn()`
 /// and gpsd_json(5), checked against gpsd's SKY output.
 public struct GpsdSatelliteID: Hashable, Sendable {
@@ -112,7 +112,11 @@ public struct GpsdSatelliteID: Hashable, Sendable {
         case .gps: (prn, gnssid, svid) = (n, 0, n)
         case .sbas: (prn, gnssid, svid) = n >= 120 ? (n - 87, 1, n) : (n, 1, n + 87)
         case .glonass: (prn, gnssid, svid) = n > 64 ? (n, 6, n - 64) : (n + 64, 6, n)
-        case .galileo: (prn, gnssid, svid) = n > 300 ? (n, 2, n - 300) : (n + 300, 2, n)
+        case .galileo:
+            // Quectel numbers Galileo 101–136 (gpsd reads its 102 as 302, svid 2).
+            if n > 300 { (prn, gnssid, svid) = (n, 2, n - 300) }
+            else if n > 100 { (prn, gnssid, svid) = (n + 200, 2, n - 100) }
+            else { (prn, gnssid, svid) = (n + 300, 2, n) }
         case .beidou:
             if n > 400 { (prn, gnssid, svid) = (n, 3, n - 400) }
             else if n > 200 { (prn, gnssid, svid) = (n + 200, 3, n - 200) }
