@@ -119,6 +119,11 @@ public final class Daemon: @unchecked Sendable {
                              gpsdListeners: gpsdListeners)
     }
 
+    /// Subscribes an uplink to the Publisher (before `run`); see `NativeFront.addUplink`.
+    public func addUplink(_ subscription: UplinkSubscription, sink: @escaping UplinkSink) {
+        server.addUplink(subscription, sink: sink)
+    }
+
     /// Descriptors the daemon needs besides its clients' (receivers, the store, the log, identity reads).
     static let descriptorsBesidesClients: rlim_t = 64
 
@@ -272,6 +277,7 @@ extension Daemon {
         }
         if new.clientTimeout != old.clientTimeout { needRestart.append("client-timeout"); new.clientTimeout = old.clientTimeout }
         if new.gpsdListen != old.gpsdListen { needRestart.append("gpsd-listen"); new.gpsdListen = old.gpsdListen }
+        if new.uplinkSections != old.uplinkSections { needRestart.append("uplink"); new.uplinkSections = old.uplinkSections }
         if !needRestart.isEmpty {
             log.warning("changed settings apply at the next restart", ["config.keys": needRestart.joined(separator: ",")])
         }

@@ -52,6 +52,8 @@ public struct DaemonConfiguration: Sendable {
     public var receivers: [ReceiverConfiguration] = []
     public var policy = PolicyDefaults()
     public var clients: [ClientRule] = []
+    /// The `[uplink NAME]` sections as written: the uplink target reads and checks them (locationd's main).
+    public var uplinkSections: [ConfigSection] = []
 
     /// The rules the policy decides by.
     public var rules: PolicyRules { PolicyRules(defaults: policy, clients: clients) }
@@ -207,6 +209,10 @@ public struct DaemonConfiguration: Sendable {
                     throw ConfigFileError(file: first.file, line: first.line, key: "access", message: "missing in [client \(name)]")
                 }
                 clients.append(rule)
+            } else if section.hasPrefix("uplink "), let first = sorted.first {
+                let name = String(section.dropFirst("uplink ".count)).trimmingSpaces
+                guard !name.isEmpty else { throw ConfigFileError(file: first.file, line: first.line, key: nil, message: "[uplink] needs a name") }
+                uplinkSections.append(ConfigSection(name: name, file: first.file, line: first.line, entries: values))
             } else {
                 guard let e = sorted.first else { continue }
                 throw ConfigFileError(file: e.file, line: e.line, key: nil, message: "unknown section [\(section)]")
@@ -226,4 +232,15 @@ extension String {
         while s.last == " " || s.last == "\t" { s = s.dropLast() }
         return String(s)
     }
+}
+
+/// One `[KIND NAME]` section as written, for a target that reads its own keys (the uplinks).
+public struct ConfigSection: Sendable, Equatable {
+    /// NAME.
+    public var name: String
+    /// The file and line of the section's first key.
+    public var file: String
+    public var line: Int
+    /// Key → its last entry (value, file, line).
+    public var entries: [String: ConfigEntry]
 }

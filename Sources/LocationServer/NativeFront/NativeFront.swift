@@ -113,6 +113,11 @@ public final class NativeFront: Sendable {
         withState { $0.publish(fix, at: now) }
     }
 
+    /// Subscribes an uplink (a fleet broker): from the next fix on, `sink` gets what it may see.
+    public func addUplink(_ subscription: UplinkSubscription, sink: @escaping UplinkSink) {
+        state.withLock { $0.publisher.addUplink(subscription, sink: sink) }
+    }
+
     /// Applies a new configuration's rules (SIGHUP): clients that lose their grant are told at once.
     public func applyPolicyRules(_ rules: PolicyRules) {
         let gridChanged = state.withLock { $0.publisher.fudger.gridMeters != rules.defaults.reducedGrid }
