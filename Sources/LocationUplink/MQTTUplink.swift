@@ -55,6 +55,9 @@ public final class MQTTUplink: @unchecked Sendable {
         var sent = 0
         /// The spool file holds reports (or may): it must be written again when `pending` changes.
         var spoolDirty = false
+        /// When a full spool was last logged: at most once a minute, with the count since.
+        var lastDropLog: ContinuousClock.Instant?
+        var droppedSinceLog = 0
         var spoolWriteScheduled = false
         var stopped = false
     }
@@ -164,21 +167,25 @@ public final class MQTTUplink: @unchecked Sendable {
 
     /// An encoded report for the broker (see `submit(_:accuracy:)`).
     public func submit(payload: [UInt8]) {
-        var droppedNow = 0
-        state.withLock { s in
-            guard !s.stopped else { return }
+        let dropped = state.withLock { s -> (recent: Int, total: Int)? in
+            guard !s.stopped else { return nil }
             var entry = Pending(payload: payload, mid: nil)
             if s.connected { entry.mid = publish(payload) }
             s.pending.append(entry)
             if entry.mid == nil {
                 s.spoolDirty = true
-                droppedNow = trim(&s)
+                s.droppedSinceLog += trim(&s)
             }
             scheduleSpoolWrite(&s)
+            let now = ContinuousClock.now
+            guard s.droppedSinceLog > 0, s.lastDropLog.map({ now - $0 >= .seconds(60) }) ?? true else { return nil }
+            defer { s.droppedSinceLog = 0; s.lastDropLog = now }
+            return (s.droppedSinceLog, s.dropped)
         }
-        if droppedNow > 0 {
+        if let dropped {
             log(.warning, "uplink spool full: oldest reports dropped",
-                [("uplink.name", configuration.name), ("spool.max", String(configuration.spoolMax)), ("dropped", String(droppedNow))])
+                [("uplink.name", configuration.name), ("spool.max", String(configuration.spoolMax)),
+                 ("dropped", String(dropped.recent)), ("dropped.total", String(dropped.total))])
         }
     }
 

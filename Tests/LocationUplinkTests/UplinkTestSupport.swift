@@ -28,7 +28,11 @@ final class Spawned {
         sigaddset(&defaults, SIGTERM)
         sigaddset(&defaults, SIGINT)
         posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF))
+        // The test runner blocks SIGTERM and others: unblock them all in the child.
+        var unblocked = sigset_t()
+        sigemptyset(&unblocked)
+        posix_spawnattr_setsigmask(&attributes, &unblocked)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         let rc = posix_spawnp(&pid, arguments[0], &actions, &attributes, argv, environ)
@@ -53,10 +57,12 @@ final class Spawned {
         return false
     }
 
-    /// Sends `signal` and reaps it.
+    /// Sends `signal` and reaps it (SIGKILL after 5 s if it is still there).
     func stop(_ signal: Int32 = SIGKILL) {
         guard pid > 0 else { return }
         kill(pid, signal)
+        if signal != SIGKILL && wait(seconds: 5) { return }
+        kill(pid, SIGKILL)
         var status: Int32 = 0
         waitpid(pid, &status, 0)
         pid = 0
@@ -100,7 +106,8 @@ final class Scratch {
 }
 
 /// A real mosquitto broker on a free loopback port with password authentication (user `van`, password
-/// `secret`), no persistence: a restart forgets everything.
+/// `secret`). Without `persistent`, a restart forgets everything; with it, sessions and their queued
+/// messages survive a clean stop (SIGTERM), as a production broker's do.
 final class Broker {
     static let user = "van"
     static let password = "secret"
@@ -108,7 +115,7 @@ final class Broker {
     let scratch: Scratch
     private var process: Spawned?
 
-    init(scratch: Scratch) throws {
+    init(scratch: Scratch, persistent: Bool = false) throws {
         self.scratch = scratch
         let probe = try TCPListener(address: try #require(TCPAddress(parsing: "127.0.0.1:0")))
         port = try #require(probe.address?.port)
@@ -121,7 +128,8 @@ final class Broker {
             listener \(port) 127.0.0.1
             allow_anonymous false
             password_file \(passwords)
-            persistence false
+            persistence \(persistent ? "true" : "false")
+            persistence_location \(scratch.path)/
             log_dest stderr
             """)
         try start()
@@ -144,16 +152,19 @@ final class Broker {
         guard listening else { throw Errno.timedOut }
     }
 
-    /// Kills the broker (SIGKILL: no goodbye to anyone).
-    func stop() {
-        process?.stop()
+    /// Stops the broker: SIGKILL (no goodbye to anyone) or SIGTERM (it saves its persistence file).
+    func stop(_ signal: Int32 = SIGKILL) {
+        process?.stop(signal)
         process = nil
     }
 
     /// A `mosquitto_sub` on `topic`, one payload per line, for at most `seconds`.
-    func subscribe(_ topic: String, seconds: Int, name: String = "sub") throws -> Spawned {
+    /// With `session`, a persistent session of that client id (`-c -i`): what arrives while it is away
+    /// waits for it at the broker.
+    func subscribe(_ topic: String, seconds: Int, name: String = "sub", session: String? = nil) throws -> Spawned {
+        let persistent = session.map { ["-c", "-i", $0] } ?? []
         let sub = try Spawned(["mosquitto_sub", "-h", "127.0.0.1", "-p", String(port), "-u", Self.user, "-P", Self.password,
-                               "-q", "1", "-t", topic, "-W", String(seconds)], output: scratch.path + "/\(name).out")
+                               "-q", "1", "-t", topic, "-W", String(seconds)] + persistent, output: scratch.path + "/\(name).out")
         usleep(300_000)  // subscribed before anything is published
         return sub
     }
@@ -174,7 +185,7 @@ final class UplinkDaemon {
     static var capture: String { root + "/Demo/haicom-305N.log" }
     static func binary(_ name: String) -> String { BuiltProducts.directory(containing: "locationd") + "/" + name }
 
-    init(scratch: Scratch, uplink: String, rate: String = "10", policy: String = "") throws {
+    init(scratch: Scratch, uplink: String, rate: String = "10", policy: String = "", capture: String = UplinkDaemon.capture) throws {
         self.scratch = scratch
         _ = scratch.write("locationd.conf", """
             [daemon]
@@ -184,7 +195,7 @@ final class UplinkDaemon {
 
             [receiver demo]
             type = replay
-            file = \(Self.capture)
+            file = \(capture)
             rate = \(rate)
             loop = no
 
