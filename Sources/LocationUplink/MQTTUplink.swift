@@ -96,6 +96,21 @@ public final class MQTTUplink: @unchecked Sendable {
         let offline = Array("offline".utf8)
         _ = mosquitto_will_set(mosq, configuration.statusTopic, Int32(offline.count), offline, 1, true)
         _ = mosquitto_reconnect_delay_set(mosq, 1, 30, true)
+        if configuration.broker.tls {
+            // Certificates are verified, and the broker's name against its certificate (no insecure mode).
+            let code = mosquitto_tls_set(mosq, configuration.caFile, configuration.caFile == nil ? "/etc/ssl/certs" : nil,
+                                         configuration.certFile, configuration.keyFile, nil)
+            if code != MOSQ_ERR_SUCCESS.rawValue {
+                log(.warning, "uplink TLS settings refused", [("uplink.name", configuration.name), ("reason", Self.describe(code))])
+            }
+        }
+        // libmosquitto's own errors (a TLS handshake that failed, a certificate that did not verify) say
+        // why a connection never got as far as the broker's answer.
+        mosquitto_log_callback_set(mosq) { _, object, level, text in
+            guard let object, let text, level & Int32(MOSQ_LOG_ERR) != 0 else { return }
+            let uplink = Unmanaged<MQTTUplink>.fromOpaque(object).takeUnretainedValue()
+            if !uplink.state.withLock({ $0.connected }) { uplink.noteProblem(String(cString: text)) }
+        }
         mosquitto_connect_callback_set(mosq) { _, object, code in
             guard let object else { return }
             Unmanaged<MQTTUplink>.fromOpaque(object).takeUnretainedValue().didConnect(code)

@@ -67,6 +67,12 @@ public struct UplinkConfiguration: Sendable, Equatable {
     public var username: String?
     /// A file whose first line is the password (mode 0600, owned by root).
     public var passwordFile: String?
+    /// TLS: the PEM file of the certificate authorities the broker's certificate must chain to; nil: the
+    /// system's (/etc/ssl/certs).
+    public var caFile: String?
+    /// TLS: this machine's client certificate and its key (PEM), for brokers that require one.
+    public var certFile: String?
+    public var keyFile: String?
     /// The topic with `%h` (hostname) and `%n` (uplink name) replaced.
     public var topic: String
     public var format: UplinkFormat
@@ -86,8 +92,14 @@ public struct UplinkConfiguration: Sendable, Equatable {
     public var spoolMax: Int
 
     /// Every key an `[uplink]` section takes.
-    public static let keys: Set<String> = ["type", "broker", "client-id", "username", "password-file", "topic", "format", "accuracy",
+    public static let keys: Set<String> = ["type", "broker", "client-id", "username", "password-file", "ca-file", "cert-file", "key-file", "topic", "format", "accuracy",
                                            "min-interval", "distance-filter", "qos", "retain", "tracker-id", "spool-max"]
+
+    /// The files the section names (password, certificates): `--check-config` and the start check each.
+    public var files: [(key: String, path: String)] {
+        [("password-file", passwordFile), ("ca-file", caFile), ("cert-file", certFile), ("key-file", keyFile)]
+            .compactMap { key, path in path.map { (key, $0) } }
+    }
 
     /// The status topic: the report topic with `/status` appended (retained `online`/`offline`).
     public var statusTopic: String { topic + "/status" }
@@ -109,8 +121,18 @@ public struct UplinkConfiguration: Sendable, Equatable {
         guard let broker = BrokerAddress(parsing: brokerText.value) else {
             throw fail("broker", "'\(brokerText.value)' is not mqtt://host:port or mqtts://host:port")
         }
-        if broker.tls { throw fail("broker", "mqtts:// (TLS) is not supported yet; use mqtt://") }
         self.broker = broker
+        caFile = value("ca-file")?.value
+        certFile = value("cert-file")?.value
+        keyFile = value("key-file")?.value
+        for (key, path) in [("ca-file", caFile), ("cert-file", certFile), ("key-file", keyFile)] {
+            guard let path else { continue }
+            guard broker.tls else { throw fail(key, "only for an mqtts:// broker") }
+            guard path.hasPrefix("/") else { throw fail(key, "'\(path)' is not an absolute path") }
+        }
+        guard (certFile == nil) == (keyFile == nil) else {
+            throw fail(certFile == nil ? "key-file" : "cert-file", "cert-file and key-file go together")
+        }
         clientID = value("client-id")?.value ?? hostname
         guard !clientID.isEmpty, clientID.utf8.count <= 65535 else { throw fail("client-id", "empty client id") }
         username = value("username")?.value

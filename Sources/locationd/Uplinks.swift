@@ -30,6 +30,11 @@ func readUplinks(_ configuration: DaemonConfiguration) throws(ConfigFileError) -
         guard !uplinks.contains(where: { $0.configuration.name == uplink.name }) else {
             throw ConfigFileError(file: section.file, line: section.line, key: nil, message: "uplink \(uplink.name) defined twice")
         }
+        for (key, path) in uplink.files where access(path, R_OK) != 0 {
+            let entry = section.entries[key]
+            throw ConfigFileError(file: entry?.file ?? section.file, line: entry?.line, key: key,
+                                  message: "cannot read \(path): \(String(cString: strerror(errno)))")
+        }
         var password: String?
         if let path = uplink.passwordFile {
             guard let text = readFirstLine(path) else {

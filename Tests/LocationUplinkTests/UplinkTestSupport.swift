@@ -115,11 +115,19 @@ final class Broker {
     let scratch: Scratch
     private var process: Spawned?
 
-    init(scratch: Scratch, persistent: Bool = false) throws {
+    /// The TLS listener's port (certificates from `Certificates`), when it has one.
+    private(set) var tlsPort: UInt16?
+
+    init(scratch: Scratch, persistent: Bool = false, tls: Certificates? = nil) throws {
         self.scratch = scratch
         let probe = try TCPListener(address: try #require(TCPAddress(parsing: "127.0.0.1:0")))
         port = try #require(probe.address?.port)
         probe.close()
+        if tls != nil {
+            let probe = try TCPListener(address: try #require(TCPAddress(parsing: "127.0.0.1:0")))
+            tlsPort = try #require(probe.address?.port)
+            probe.close()
+        }
         let passwords = scratch.write("passwd", "", mode: 0o600)
         let made = try Spawned(["mosquitto_passwd", "-b", passwords, Self.user, Self.password], output: scratch.path + "/passwd.log")
         _ = made.wait(seconds: 10)
@@ -128,6 +136,7 @@ final class Broker {
             listener \(port) 127.0.0.1
             allow_anonymous false
             password_file \(passwords)
+            \(tls.map { "listener \(tlsPort ?? 0) 127.0.0.1\ncafile \($0.caFile)\ncertfile \($0.serverCert)\nkeyfile \($0.serverKey)" } ?? "")
             persistence \(persistent ? "true" : "false")
             persistence_location \(scratch.path)/
             log_dest stderr
@@ -262,4 +271,37 @@ func unixSeconds(_ iso: String) -> Int? {
 /// The OwnTracks objects among `output`'s lines.
 func locations(_ output: String) -> [OwnTracksLocation] {
     output.split(separator: "\n").compactMap { try? JSONDecoder().decode(OwnTracksLocation.self, from: Data($0.utf8)) }
+}
+
+/// A certificate authority and a broker certificate for 127.0.0.1 made by openssl in the test, and a
+/// second authority that signed nothing (a client trusting only it must refuse the broker).
+struct Certificates {
+    let caFile: String
+    let serverCert: String
+    let serverKey: String
+    let otherCA: String
+
+    init(in scratch: Scratch) throws {
+        let d = scratch.path
+        caFile = d + "/ca.crt"
+        serverCert = d + "/server.crt"
+        serverKey = d + "/server.key"
+        otherCA = d + "/other-ca.crt"
+        let script = """
+            set -e
+            cd \(d)
+            openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 2 -subj /CN=locationd-test-ca
+            openssl req -x509 -newkey rsa:2048 -nodes -keyout other-ca.key -out other-ca.crt -days 2 -subj /CN=someone-else
+            openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=127.0.0.1
+            printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > san.ext
+            openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt -days 2 -extfile san.ext
+            chmod 644 server.key
+            """
+        let openssl = try Spawned(["sh", "-c", script], output: d + "/openssl.log")
+        #expect(openssl.wait(seconds: 60))
+        guard access(serverCert, R_OK) == 0 else {
+            Issue.record("openssl failed: \(openssl.output)")
+            throw Errno.noSuchFileOrDirectory
+        }
+    }
 }
