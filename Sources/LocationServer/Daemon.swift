@@ -64,6 +64,8 @@ public final class Daemon: @unchecked Sendable {
     private var signalSources: [DispatchSourceSignal] = []
     /// READY=1 was sent (main queue): a reload before it does not announce readiness early.
     private var isReady = false
+    /// Run on SIGTERM/SIGINT after the receivers stopped (the uplinks say offline and keep their spool). Main queue.
+    private var stopHandlers: [() -> Void] = []
 
     /// Opens the socket — or takes the one systemd passed (socket activation) — and prepares the
     /// receivers (not started yet).
@@ -119,6 +121,12 @@ public final class Daemon: @unchecked Sendable {
                              gpsdListeners: gpsdListeners)
     }
 
+    /// Adds work for a clean stop (before `run`): it runs once the receivers stopped, within the 1.5 s
+    /// the daemon allows itself to exit.
+    public func onStop(_ body: @escaping () -> Void) {
+        stopHandlers.append(body)
+    }
+
     /// Subscribes an uplink to the Publisher (before `run`); see `NativeFront.addUplink`.
     public func addUplink(_ subscription: UplinkSubscription, sink: @escaping UplinkSink) {
         server.addUplink(subscription, sink: sink)
@@ -172,6 +180,7 @@ public final class Daemon: @unchecked Sendable {
                     _exit(0)
                 }
                 receivers.stop()
+                stopHandlers.forEach { $0() }
                 server.stop(reason: "locationd is stopping")
                 server.listener.close(unlinking: !socketActivated)
                 exit(0)

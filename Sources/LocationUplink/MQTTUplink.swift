@@ -149,7 +149,8 @@ public final class MQTTUplink: @unchecked Sendable {
         }
     }
 
-    /// Says `offline` (retained), disconnects and stops the network thread; the spool keeps what is left.
+    /// Says `offline` (retained), disconnects and stops the network thread; the spool keeps what is left
+    /// (reports in flight included: they were not acknowledged).
     public func stop() {
         let connected = state.withLock { s -> Bool in
             s.stopped = true
@@ -161,8 +162,15 @@ public final class MQTTUplink: @unchecked Sendable {
         }
         mosquitto_disconnect(handle)
         mosquitto_loop_stop(handle, false)
-        let held = state.withLock { $0.pending.map(\.payload) }
-        try? spool.save(held)
+        // On the spool's queue: after any write already scheduled, so an older snapshot cannot land last.
+        spoolQueue.sync {
+            let held = state.withLock { $0.pending.map(\.payload) }
+            do {
+                try spool.save(held)
+            } catch {
+                log(.warning, "uplink spool not written", [("uplink.name", configuration.name), ("reason", "\(error)")])
+            }
+        }
     }
 
     /// A report for the broker, already cut to the uplink's accuracy by the Publisher. Cheap: called on

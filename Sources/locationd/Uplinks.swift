@@ -65,6 +65,7 @@ func startUplinks(_ uplinks: [ConfiguredUplink], daemon: Daemon, stateDirectory:
                                               minInterval: c.minInterval, distanceFilter: c.distanceFilter)
         daemon.addUplink(subscription) { [uplink] fix, accuracy in uplink.submit(fix, accuracy: accuracy) }
         uplink.start()
+        daemon.onStop { uplink.stop() }
         log.notice("uplink started", ["uplink.name": c.name, "broker": c.broker.description, "topic": c.topic,
                                       "format": c.format.rawValue, "accuracy": c.accuracy.rawValue])
         return uplink

@@ -81,6 +81,24 @@ struct UplinkEndToEndTests {
         #expect(received.count < 30, "\(received.count) reduced reports")
     }
 
+    @Test("status: online (retained) while running; a clean stop says offline, and so does the last will after a crash")
+    func statusAndWill() throws {
+        let (broker, _, status, daemon) = try Self.setUp(accuracy: "full", seconds: 30)
+        #expect(eventually(10) { status.output.contains("online") }, "\(daemon.log)")
+        daemon.stop(SIGTERM)
+        #expect(eventually(5) { status.output.contains("online\noffline") }, "\(status.output)")
+        #expect(daemon.log.contains("stopping"))
+        // A crash: the broker sends the will when it notices the link died.
+        try daemon.start()
+        #expect(eventually(10) { status.output.components(separatedBy: "online").count == 3 }, "\(status.output)")
+        daemon.stop(SIGKILL)
+        #expect(eventually(5) { status.output.hasSuffix("online\noffline\n") }, "\(status.output)")
+        // A subscriber that comes later reads the retained state.
+        let late = try broker.subscribe("owntracks/fleet/fleet/status", seconds: 2, name: "late")
+        _ = late.wait(seconds: 5)
+        #expect(late.output.hasPrefix("offline\n") && !late.output.contains("online"), "\(late.output)")
+    }
+
     @Test("a wrong password is logged with the broker's reason; nothing is published")
     func wrongPassword() throws {
         let (broker, reports, _, daemon) = try Self.setUp(accuracy: "full", password: "wrong", seconds: 6)

@@ -222,8 +222,9 @@ final class UplinkDaemon {
         process = try Spawned([Self.binary("locationd"), "--config", scratch.path + "/locationd.conf"], output: scratch.path + "/daemon.log")
     }
 
-    func stop() {
-        process?.stop(SIGKILL)
+    /// Stops the daemon: SIGKILL (a crash, a power loss) or SIGTERM (a clean stop).
+    func stop(_ signal: Int32 = SIGKILL) {
+        process?.stop(signal)
         process = nil
     }
 
