@@ -119,6 +119,7 @@ public final class Daemon: @unchecked Sendable {
         server = NativeFront(listener: listener, limits: limits, rules: configuration.rules, adminGroup: configuration.adminGroup,
                              store: store, receivers: ReceiverSetReports(set: receivers), log: log, release: locationdRelease,
                              gpsdListeners: gpsdListeners)
+        server.configureSharing(group: configuration.shareGroup, stateFile: configuration.stateDirectory + "/sharing")
     }
 
     /// Adds work for a clean stop (before `run`): it runs once the receivers stopped, within the 1.5 s
@@ -128,8 +129,8 @@ public final class Daemon: @unchecked Sendable {
     }
 
     /// Subscribes an uplink to the Publisher (before `run`); see `NativeFront.addUplink`.
-    public func addUplink(_ subscription: UplinkSubscription, sink: @escaping UplinkSink) {
-        server.addUplink(subscription, sink: sink)
+    public func addUplink(_ subscription: UplinkSubscription, sink: @escaping UplinkSink, sharing: (@Sendable (Bool) -> Void)? = nil) {
+        server.addUplink(subscription, sink: sink, sharing: sharing)
     }
 
     /// Descriptors the daemon needs besides its clients' (receivers, the store, the log, identity reads).
@@ -286,6 +287,7 @@ extension Daemon {
         }
         if new.clientTimeout != old.clientTimeout { needRestart.append("client-timeout"); new.clientTimeout = old.clientTimeout }
         if new.gpsdListen != old.gpsdListen { needRestart.append("gpsd-listen"); new.gpsdListen = old.gpsdListen }
+        if new.shareGroup != old.shareGroup { needRestart.append("share-group"); new.shareGroup = old.shareGroup }
         if new.uplinkSections != old.uplinkSections { needRestart.append("uplink"); new.uplinkSections = old.uplinkSections }
         if !needRestart.isEmpty {
             log.warning("changed settings apply at the next restart", ["config.keys": needRestart.joined(separator: ",")])

@@ -40,6 +40,8 @@ public struct DaemonConfiguration: Sendable {
     public var socketPath = "/run/locationd/locationd.sock"
     public var stateDirectory = "/var/lib/locationd"
     public var adminGroup = "locationd-admin"
+    /// Besides root and `admin-group`, members of this group may switch the uplinks' sharing off and on.
+    public var shareGroup: String?
     public var logLevel = LogLevel.info
     /// Most clients connected at once; the next gets an ERROR and is closed.
     public var maxClients = 1024
@@ -61,7 +63,7 @@ public struct DaemonConfiguration: Sendable {
     public init() {}
 
     static let daemonKeys: Set<String> = ["socket", "state-directory", "admin-group", "log-level", "max-clients", "max-clients-per-user",
-                                             "client-timeout", "gpsd-listen"]
+                                             "client-timeout", "gpsd-listen", "share-group"]
     static let policyKeys: Set<String> = ["access", "accuracy", "once-lifetime", "ask-timeout", "reduced-grid", "reduced-interval"]
     static let clientKeys: Set<String> = ["executable", "user", "group", "unit", "access", "accuracy"]
 
@@ -97,6 +99,9 @@ public struct DaemonConfiguration: Sendable {
                     case "state-directory":
                         guard e.value.hasPrefix("/") else { throw fail(e, "'\(e.value)' is not an absolute path") }
                         stateDirectory = e.value
+                    case "share-group":
+                        guard !e.value.isEmpty else { throw fail(e, "empty group name") }
+                        shareGroup = e.value
                     case "admin-group":
                         guard !e.value.isEmpty else { throw fail(e, "empty group name") }
                         adminGroup = e.value

@@ -60,6 +60,8 @@ public final class MQTTUplink: @unchecked Sendable {
         var droppedSinceLog = 0
         var spoolWriteScheduled = false
         var stopped = false
+        /// The sharing switch (`locationctl share`): off → the status topic says `paused`.
+        var sharing = true
     }
 
     /// Makes the uplink and loads its spool; `start()` connects.
@@ -212,6 +214,18 @@ public final class MQTTUplink: @unchecked Sendable {
         }
     }
 
+    /// The sharing switch changed (or is told at start): the retained status says `paused` while it is
+    /// off, `online` when it is on again. Reports stop before this (the Publisher hands none while paused).
+    public func setSharing(_ on: Bool) {
+        state.withLock { s in
+            guard s.sharing != on else { return }
+            s.sharing = on
+            guard s.connected else { return }
+            let status = Array((on ? "online" : "paused").utf8)
+            _ = mosquitto_publish(handle, nil, configuration.statusTopic, Int32(status.count), status, 1, true)
+        }
+    }
+
     /// What `locationctl status` shows of the uplink.
     public var status: UplinkStatus {
         state.withLock { s in
@@ -246,9 +260,9 @@ public final class MQTTUplink: @unchecked Sendable {
             noteProblem("broker refused the connection: \(String(cString: mosquitto_connack_string(code)))")
             return
         }
-        let online = Array("online".utf8)
-        _ = mosquitto_publish(handle, nil, configuration.statusTopic, Int32(online.count), online, 1, true)
         let (waiting, wasProblem) = state.withLock { s -> (Int, String?) in
+            let status = Array((s.sharing ? "online" : "paused").utf8)
+            _ = mosquitto_publish(handle, nil, configuration.statusTopic, Int32(status.count), status, 1, true)
             s.connected = true
             let problem = s.problem
             s.problem = nil

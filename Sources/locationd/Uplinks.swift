@@ -63,7 +63,8 @@ func startUplinks(_ uplinks: [ConfiguredUplink], daemon: Daemon, stateDirectory:
         }
         let subscription = UplinkSubscription(name: c.name, destination: "\(c.broker) \(c.topic)", accuracy: c.accuracy,
                                               minInterval: c.minInterval, distanceFilter: c.distanceFilter)
-        daemon.addUplink(subscription) { [uplink] fix, accuracy in uplink.submit(fix, accuracy: accuracy) }
+        daemon.addUplink(subscription, sink: { [uplink] fix, accuracy in uplink.submit(fix, accuracy: accuracy) },
+                         sharing: { [uplink] on in uplink.setSharing(on) })
         uplink.start()
         daemon.onStop { uplink.stop() }
         log.notice("uplink started", ["uplink.name": c.name, "broker": c.broker.description, "topic": c.topic,

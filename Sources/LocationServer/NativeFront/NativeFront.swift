@@ -114,8 +114,21 @@ public final class NativeFront: Sendable {
     }
 
     /// Subscribes an uplink (a fleet broker): from the next fix on, `sink` gets what it may see.
-    public func addUplink(_ subscription: UplinkSubscription, sink: @escaping UplinkSink) {
-        state.withLock { $0.publisher.addUplink(subscription, sink: sink) }
+    /// - Parameter sharing: told at once and on every change whether sharing is on (`locationctl share`).
+    public func addUplink(_ subscription: UplinkSubscription, sink: @escaping UplinkSink, sharing: (@Sendable (Bool) -> Void)? = nil) {
+        state.withLock { s in
+            s.publisher.addUplink(subscription, sink: sink, sharing: sharing)
+            sharing?(!s.publisher.uplinks.sharing.isPaused(at: Moment.now().wall))
+        }
+    }
+
+    /// The sharing switch's group (`share-group`) and state file; the state kept there is put in force.
+    public func configureSharing(group: String?, stateFile: String) {
+        let kept = readSharingFile(stateFile)
+        state.withLock { s in
+            s.publisher.uplinks.settings = SharingSettings(group: group, path: stateFile)
+            s.publisher.uplinks.sharing = kept
+        }
     }
 
     /// Applies a new configuration's rules (SIGHUP): clients that lose their grant are told at once.

@@ -39,6 +39,8 @@ struct UplinkSubscriber {
     let subscription: UplinkSubscription
     let identity: ClientIdentity
     let sink: UplinkSink
+    /// Told when sharing is switched off (false) or on (true).
+    let sharingSink: (@Sendable (Bool) -> Void)?
     var filter: DeliveryFilter
     /// Reduced pacing of this uplink alone (its own identity, as another user's program is paced apart).
     var pacing = ReducedPacing(capacity: 4)
@@ -49,6 +51,9 @@ struct UplinkSubscriber {
 /// The Publisher's uplinks, in the order they were added.
 struct UplinkTable {
     var entries: [UplinkSubscriber] = []
+    /// The sharing switch: while paused, no uplink gets a report.
+    var sharing = SharingState()
+    var settings = SharingSettings()
 }
 
 /// A report for an uplink, decided under the lock and handed to its sink.
@@ -60,10 +65,11 @@ struct UplinkHandOff {
 
 extension Publisher {
     /// Adds an uplink: from the next fix on it gets reports as a watching client at its accuracy would.
-    mutating func addUplink(_ subscription: UplinkSubscription, sink: @escaping UplinkSink) {
+    mutating func addUplink(_ subscription: UplinkSubscription, sink: @escaping UplinkSink,
+                            sharing: (@Sendable (Bool) -> Void)? = nil) {
         let identity = ClientIdentity(pid: getpid(), uid: getuid(), gid: getgid(), user: "uplink", groups: [],
                                       executable: "uplink:" + subscription.name, unit: nil, verifiedByPidFD: false)
-        uplinks.entries.append(UplinkSubscriber(subscription: subscription, identity: identity, sink: sink,
+        uplinks.entries.append(UplinkSubscriber(subscription: subscription, identity: identity, sink: sink, sharingSink: sharing,
                                                 filter: DeliveryFilter(minInterval: subscription.minInterval,
                                                                        distanceFilter: subscription.distanceFilter)))
     }
@@ -72,7 +78,7 @@ extension Publisher {
     /// the latest fix at its accuracy, through the same filters, fudger and pacing clients have; its first
     /// delivery is audited into `out`.
     mutating func publishUplinks(at now: Moment, into out: inout [Delivery]) -> [UplinkHandOff] {
-        guard !uplinks.entries.isEmpty, let latest, latest.hasPosition else { return [] }
+        guard !uplinks.entries.isEmpty, !uplinks.sharing.isPaused(at: now.wall), let latest, latest.hasPosition else { return [] }
         var handOffs: [UplinkHandOff] = []
         let interval = Duration.seconds(policy.rules.defaults.reducedInterval)
         let key = ReducedPacing.Key(uid: 0)
