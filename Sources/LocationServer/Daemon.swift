@@ -129,8 +129,9 @@ public final class Daemon: @unchecked Sendable {
     }
 
     /// Subscribes an uplink to the Publisher (before `run`); see `NativeFront.addUplink`.
-    public func addUplink(_ subscription: UplinkSubscription, sink: @escaping UplinkSink, sharing: (@Sendable (Bool) -> Void)? = nil) {
-        server.addUplink(subscription, sink: sink, sharing: sharing)
+    public func addUplink(_ subscription: UplinkSubscription, sink: @escaping UplinkSink, sharing: (@Sendable (Bool) -> Void)? = nil,
+                          status: (@Sendable () -> ServerMessage.Status.Uplink)? = nil) {
+        server.addUplink(subscription, sink: sink, sharing: sharing, status: status)
     }
 
     /// Descriptors the daemon needs besides its clients' (receivers, the store, the log, identity reads).

@@ -230,7 +230,7 @@ public final class MQTTUplink: @unchecked Sendable {
     public var status: UplinkStatus {
         state.withLock { s in
             UplinkStatus(name: configuration.name, broker: configuration.broker.description, topic: configuration.topic,
-                         accuracy: configuration.accuracy, connected: s.connected, problem: s.problem,
+                         accuracy: configuration.accuracy, connected: s.connected, sharing: s.sharing, problem: s.problem,
                          spooled: s.pending.count, sent: s.sent, dropped: s.dropped)
         }
     }
@@ -278,11 +278,12 @@ public final class MQTTUplink: @unchecked Sendable {
     }
 
     private func didDisconnect(_ code: Int32) {
-        let stopped = state.withLock { s -> Bool in
+        let (stopped, refused) = state.withLock { s -> (Bool, Bool) in
             s.connected = false
-            return s.stopped
+            return (s.stopped, s.problem?.hasPrefix("broker refused") == true)
         }
-        if !stopped { noteProblem("connection to \(configuration.broker) lost: \(Self.describe(code))") }
+        // A refused CONNECT ends in a disconnect too: the broker's reason is the one to keep.
+        if !stopped && !refused { noteProblem("connection to \(configuration.broker) lost: \(Self.describe(code))") }
     }
 
     private func didPublish(_ mid: Int32) {
@@ -338,6 +339,8 @@ public struct UplinkStatus: Sendable {
     public var topic: String
     public var accuracy: AccuracyAuthorization
     public var connected: Bool
+    /// The sharing switch is on.
+    public var sharing: Bool
     /// Why it is not connected, when it is not.
     public var problem: String?
     /// Reports waiting for the broker's acknowledgement.

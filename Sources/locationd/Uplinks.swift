@@ -3,6 +3,7 @@ import Glibc
 #endif
 import LocationServer
 import LocationUplink
+import LocationWire
 
 /// An `[uplink NAME]` section read and checked, with its password.
 struct ConfiguredUplink {
@@ -64,7 +65,13 @@ func startUplinks(_ uplinks: [ConfiguredUplink], daemon: Daemon, stateDirectory:
         let subscription = UplinkSubscription(name: c.name, destination: "\(c.broker) \(c.topic)", accuracy: c.accuracy,
                                               minInterval: c.minInterval, distanceFilter: c.distanceFilter)
         daemon.addUplink(subscription, sink: { [uplink] fix, accuracy in uplink.submit(fix, accuracy: accuracy) },
-                         sharing: { [uplink] on in uplink.setSharing(on) })
+                         sharing: { [uplink] on in uplink.setSharing(on) },
+                         status: { [uplink] in
+                             let s = uplink.status
+                             return ServerMessage.Status.Uplink(name: s.name, broker: s.broker, topic: s.topic, accuracy: s.accuracy.rawValue,
+                                                                state: !s.sharing ? "paused" : s.connected ? "connected" : "disconnected",
+                                                                reason: s.problem, spooled: s.spooled, sent: s.sent, dropped: s.dropped)
+                         })
         uplink.start()
         daemon.onStop { uplink.stop() }
         log.notice("uplink started", ["uplink.name": c.name, "broker": c.broker.description, "topic": c.topic,

@@ -36,6 +36,14 @@ struct UplinkEndToEndTests {
         return (broker, reports, status, daemon)
     }
 
+    /// `locationctl status` as root against the daemon.
+    static func locationctlStatus(_ daemon: UplinkDaemon) throws -> String {
+        let run = try Spawned([UplinkDaemon.binary("locationctl"), "--socket", daemon.scratch.path + "/locationd.sock", "status"],
+                              output: daemon.scratch.path + "/status-\(UInt32.random(in: 0...UInt32.max)).out")
+        _ = run.wait(seconds: 15)
+        return run.output
+    }
+
     @Test("full accuracy: every fix of the capture arrives as an OwnTracks location equal to locationctl decode's; status online")
     func fullAccuracy() throws {
         let expected = try decodedPositions()
@@ -54,6 +62,10 @@ struct UplinkEndToEndTests {
         }
         #expect(status.output.contains("online"), "\(status.output)")
         #expect(daemon.log.contains("uplink connected"), "\(daemon.log)")
+        let shown = try Self.locationctlStatus(daemon)
+        let row = shown.split(separator: "\n").first { $0.hasPrefix("fleet ") }?.split(separator: " ").map(String.init) ?? []
+        #expect(Array(row.prefix(6)) == ["fleet", "connected", "full", "0", String(expected.count), "0"], "\(shown)")
+        #expect(daemon.log.contains("uplink fleet → mqtt://127.0.0.1:"), "first delivery audited")
     }
 
     @Test("reduced accuracy (the default): positions on the ~2 km grid, acc ≥ 2000 m, no altitude, speed or course")
@@ -105,6 +117,10 @@ struct UplinkEndToEndTests {
         _ = broker
         #expect(eventually(10) { daemon.log.contains("broker refused the connection") }, "\(daemon.log)")
         #expect(daemon.log.contains("not authorised"), "\(daemon.log)")
+        // locationctl status shows the uplink and why it is not connected.
+        let status = try Self.locationctlStatus(daemon)
+        #expect(status.contains("fleet   disconnected  full "), "\(status)")
+        #expect(status.contains("└ broker refused the connection: Connection Refused: not authorised."), "\(status)")
         _ = reports.wait(seconds: 8)
         #expect(locations(reports.output).isEmpty)
     }

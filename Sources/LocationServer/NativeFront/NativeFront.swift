@@ -115,9 +115,11 @@ public final class NativeFront: Sendable {
 
     /// Subscribes an uplink (a fleet broker): from the next fix on, `sink` gets what it may see.
     /// - Parameter sharing: told at once and on every change whether sharing is on (`locationctl share`).
-    public func addUplink(_ subscription: UplinkSubscription, sink: @escaping UplinkSink, sharing: (@Sendable (Bool) -> Void)? = nil) {
+    /// - Parameter status: the uplink's state for STATUS (shown to root and the admin group).
+    public func addUplink(_ subscription: UplinkSubscription, sink: @escaping UplinkSink, sharing: (@Sendable (Bool) -> Void)? = nil,
+                          status: (@Sendable () -> ServerMessage.Status.Uplink)? = nil) {
         state.withLock { s in
-            s.publisher.addUplink(subscription, sink: sink, sharing: sharing)
+            s.publisher.addUplink(subscription, sink: sink, sharing: sharing, status: status)
             sharing?(!s.publisher.uplinks.sharing.isPaused(at: Moment.now().wall))
         }
     }

@@ -41,6 +41,8 @@ struct UplinkSubscriber {
     let sink: UplinkSink
     /// Told when sharing is switched off (false) or on (true).
     let sharingSink: (@Sendable (Bool) -> Void)?
+    /// The uplink's state for STATUS (root and the admin group).
+    let statusProvider: (@Sendable () -> ServerMessage.Status.Uplink)?
     var filter: DeliveryFilter
     /// Reduced pacing of this uplink alone (its own identity, as another user's program is paced apart).
     var pacing = ReducedPacing(capacity: 4)
@@ -66,10 +68,10 @@ struct UplinkHandOff {
 extension Publisher {
     /// Adds an uplink: from the next fix on it gets reports as a watching client at its accuracy would.
     mutating func addUplink(_ subscription: UplinkSubscription, sink: @escaping UplinkSink,
-                            sharing: (@Sendable (Bool) -> Void)? = nil) {
+                            sharing: (@Sendable (Bool) -> Void)? = nil, status: (@Sendable () -> ServerMessage.Status.Uplink)? = nil) {
         let identity = ClientIdentity(pid: getpid(), uid: getuid(), gid: getgid(), user: "uplink", groups: [],
                                       executable: "uplink:" + subscription.name, unit: nil, verifiedByPidFD: false)
-        uplinks.entries.append(UplinkSubscriber(subscription: subscription, identity: identity, sink: sink, sharingSink: sharing,
+        uplinks.entries.append(UplinkSubscriber(subscription: subscription, identity: identity, sink: sink, sharingSink: sharing, statusProvider: status,
                                                 filter: DeliveryFilter(minInterval: subscription.minInterval,
                                                                        distanceFilter: subscription.distanceFilter)))
     }
