@@ -35,7 +35,11 @@ let package = Package(
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         // The daemon: config, socket server, publisher.
         .target(name: "LocationServer", dependencies: ["LocationSources", "LocationWire", "LocationPosix", "LocationCore", "LocationPolicy", "CInih", "CPosixShims", "CSystemd"]),
-        .executableTarget(name: "locationd", dependencies: ["LocationServer"]),
+        // libmosquitto, Debian's libmosquitto-dev: the MQTT client library of the fleet uplink.
+        .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
+        // Publishing to an MQTT broker for fleets (OwnTracks or TPV), with a store-and-forward spool.
+        .target(name: "LocationUplink", dependencies: ["LocationCore", "LocationPolicy", "LocationWire", "CMosquitto"]),
+        .executableTarget(name: "locationd", dependencies: ["LocationServer", "LocationUplink", "LocationWire"]),
         // The Swift client library for programs that consume location (docs/PROTOCOL.md).
         .target(name: "LocationClient", dependencies: ["LocationWire", "LocationPosix", "LocationCore"]),
         .executableTarget(name: "locationctl", dependencies: ["NMEA", "LocationWire", "LocationCore", "LocationClient"]),
@@ -46,6 +50,8 @@ let package = Package(
         .testTarget(name: "LocationServerTests", dependencies: ["LocationServer", "LocationSources", "LocationWire", "LocationPosix", "LocationCore", "NMEA", "LocationPolicy", "TestSupport"]),
         .testTarget(name: "LocationPolicyTests", dependencies: ["LocationPolicy", "LocationCore", "LocationWire", "TestSupport"]),
         .testTarget(name: "LocationSourcesTests", dependencies: ["LocationSources", "LocationPosix", "NMEA", "LocationCore"]),
+        // The MQTT uplink against a real mosquitto broker, with mosquitto_sub as the consumer.
+        .testTarget(name: "LocationUplinkTests", dependencies: ["LocationUplink", "LocationCore", "LocationWire", "LocationPosix", "TestSupport"]),
         // The systemd units, socket activation, readiness/watchdog, reload and install, on the real binary.
         .testTarget(name: "SystemdTests", dependencies: ["LocationPosix", "TestSupport"]),
     ]

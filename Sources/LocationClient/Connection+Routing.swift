@@ -22,7 +22,7 @@ extension Connection {
         switch replyClass {
         case "TPV", "STATE", "SKY":
             deliverToWatcher(line)
-        case "POLL", "STATUS", "AGENT", "GRANTS", "AUDIT":
+        case "POLL", "STATUS", "AGENT", "GRANTS", "AUDIT", "SHARE":
             resolve(replyClass, with: .success(line))
         case "AUTHORIZATION":
             // A reply when a request waits for one; otherwise the daemon telling of a change.
@@ -75,7 +75,7 @@ extension Connection {
                     return s.waiters.remove(at: index)
                 }
                 waiter?.continuation.resume(throwing: error)
-            case "AUTHORIZE", "AUTHORIZATION", "FULLACCURACY", "AGENT", "GRANTS", "GRANT", "REVOKE", "AUDIT":
+            case "AUTHORIZE", "AUTHORIZATION", "FULLACCURACY", "AGENT", "GRANTS", "GRANT", "REVOKE", "AUDIT", "SHARE":
                 // When no such request waits, there is nobody to tell.
                 reject(request, with: error)
             default:

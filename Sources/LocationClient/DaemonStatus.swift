@@ -8,6 +8,8 @@ import LocationWire
 public struct DaemonStatus: Hashable, Sendable {
     /// One configured receiver (a `receivers[]` element).
     public typealias Receiver = ServerMessage.Status.Receiver
+    /// One fleet uplink (an `uplinks[]` element; root and the admin group only).
+    public typealias Uplink = ServerMessage.Status.Uplink
 
     /// The status as LocationWire decoded it.
     public var message: ServerMessage.Status

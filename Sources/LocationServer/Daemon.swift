@@ -67,6 +67,8 @@ public final class Daemon: @unchecked Sendable {
     private var signalSources: [DispatchSourceSignal] = []
     /// READY=1 was sent (main queue): a reload before it does not announce readiness early.
     private var isReady = false
+    /// Run on SIGTERM/SIGINT after the receivers stopped (the uplinks say offline and keep their spool). Main queue.
+    private var stopHandlers: [() -> Void] = []
 
     /// Opens the socket — or takes the one systemd passed (socket activation) — and prepares the
     /// receivers (not started yet).
@@ -120,6 +122,19 @@ public final class Daemon: @unchecked Sendable {
         server = NativeFront(listener: listener, limits: limits, rules: configuration.rules, adminGroup: configuration.adminGroup,
                              store: store, receivers: ReceiverSetReports(set: receivers), log: log, release: locationdRelease,
                              gpsdListeners: gpsdListeners)
+        server.configureSharing(group: configuration.shareGroup, stateFile: configuration.stateDirectory + "/sharing")
+    }
+
+    /// Adds work for a clean stop (before `run`): it runs once the receivers stopped, within the 1.5 s
+    /// the daemon allows itself to exit.
+    public func onStop(_ body: @escaping () -> Void) {
+        stopHandlers.append(body)
+    }
+
+    /// Subscribes an uplink to the Publisher (before `run`); see `NativeFront.addUplink`.
+    public func addUplink(_ subscription: UplinkSubscription, sink: @escaping UplinkSink, sharing: (@Sendable (Bool) -> Void)? = nil,
+                          status: (@Sendable () -> ServerMessage.Status.Uplink)? = nil) {
+        server.addUplink(subscription, sink: sink, sharing: sharing, status: status)
     }
 
     /// Descriptors the daemon needs besides its clients' (receivers, the store, the log, identity reads).
@@ -170,6 +185,7 @@ public final class Daemon: @unchecked Sendable {
                     _exit(0)
                 }
                 receivers.stop()
+                stopHandlers.forEach { $0() }
                 server.stop(reason: "locationd is stopping")
                 server.listener.close(unlinking: !socketActivated)
                 exit(0)
@@ -275,6 +291,8 @@ extension Daemon {
         }
         if new.clientTimeout != old.clientTimeout { needRestart.append("client-timeout"); new.clientTimeout = old.clientTimeout }
         if new.gpsdListen != old.gpsdListen { needRestart.append("gpsd-listen"); new.gpsdListen = old.gpsdListen }
+        if new.shareGroup != old.shareGroup { needRestart.append("share-group"); new.shareGroup = old.shareGroup }
+        if new.uplinkSections != old.uplinkSections { needRestart.append("uplink"); new.uplinkSections = old.uplinkSections }
         if !needRestart.isEmpty {
             log.warning("changed settings apply at the next restart", ["config.keys": needRestart.joined(separator: ",")])
         }

@@ -40,6 +40,8 @@ public struct DaemonConfiguration: Sendable {
     public var socketPath = "/run/locationd/locationd.sock"
     public var stateDirectory = "/var/lib/locationd"
     public var adminGroup = "locationd-admin"
+    /// Besides root and `admin-group`, members of this group may switch the uplinks' sharing off and on.
+    public var shareGroup: String?
     public var logLevel = LogLevel.info
     /// Most clients connected at once; the next gets an ERROR and is closed.
     public var maxClients = 1024
@@ -52,6 +54,8 @@ public struct DaemonConfiguration: Sendable {
     public var receivers: [ReceiverConfiguration] = []
     public var policy = PolicyDefaults()
     public var clients: [ClientRule] = []
+    /// The `[uplink NAME]` sections as written: the uplink target reads and checks them (locationd's main).
+    public var uplinkSections: [ConfigSection] = []
 
     /// The rules the policy decides by.
     public var rules: PolicyRules { PolicyRules(defaults: policy, clients: clients) }
@@ -59,7 +63,7 @@ public struct DaemonConfiguration: Sendable {
     public init() {}
 
     static let daemonKeys: Set<String> = ["socket", "state-directory", "admin-group", "log-level", "max-clients", "max-clients-per-user",
-                                             "client-timeout", "gpsd-listen"]
+                                             "client-timeout", "gpsd-listen", "share-group"]
     static let policyKeys: Set<String> = ["access", "accuracy", "once-lifetime", "ask-timeout", "reduced-grid", "reduced-interval"]
     static let clientKeys: Set<String> = ["executable", "user", "group", "unit", "access", "accuracy"]
 
@@ -95,6 +99,9 @@ public struct DaemonConfiguration: Sendable {
                     case "state-directory":
                         guard e.value.hasPrefix("/") else { throw fail(e, "'\(e.value)' is not an absolute path") }
                         stateDirectory = e.value
+                    case "share-group":
+                        guard !e.value.isEmpty else { throw fail(e, "empty group name") }
+                        shareGroup = e.value
                     case "admin-group":
                         guard !e.value.isEmpty else { throw fail(e, "empty group name") }
                         adminGroup = e.value
@@ -216,6 +223,10 @@ public struct DaemonConfiguration: Sendable {
                     throw ConfigFileError(file: first.file, line: first.line, key: "access", message: "missing in [client \(name)]")
                 }
                 clients.append(rule)
+            } else if section.hasPrefix("uplink "), let first = sorted.first {
+                let name = String(section.dropFirst("uplink ".count)).trimmingSpaces
+                guard !name.isEmpty else { throw ConfigFileError(file: first.file, line: first.line, key: nil, message: "[uplink] needs a name") }
+                uplinkSections.append(ConfigSection(name: name, file: first.file, line: first.line, entries: values))
             } else {
                 guard let e = sorted.first else { continue }
                 throw ConfigFileError(file: e.file, line: e.line, key: nil, message: "unknown section [\(section)]")
@@ -235,4 +246,15 @@ extension String {
         while s.last == " " || s.last == "\t" { s = s.dropLast() }
         return String(s)
     }
+}
+
+/// One `[KIND NAME]` section as written, for a target that reads its own keys (the uplinks).
+public struct ConfigSection: Sendable, Equatable {
+    /// NAME.
+    public var name: String
+    /// The file and line of the section's first key.
+    public var file: String
+    public var line: Int
+    /// Key → its last entry (value, file, line).
+    public var entries: [String: ConfigEntry]
 }

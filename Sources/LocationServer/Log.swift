@@ -52,6 +52,11 @@ public final class Log: Sendable {
         _ = FileDescriptorOps.writeAll(2, Array(line.utf8))
     }
 
+    /// `log(_:_:_:)` with context built at run time (the uplinks' events).
+    public func log(_ severity: LogLevel, _ message: String, pairs: [(String, String)]) {
+        if severity <= level.withLock({ $0 }) { write(severity, message, pairs) }
+    }
+
     public func error(_ m: String, _ c: KeyValuePairs<String, String> = [:]) { log(.error, m, c) }
     public func warning(_ m: String, _ c: KeyValuePairs<String, String> = [:]) { log(.warning, m, c) }
     public func notice(_ m: String, _ c: KeyValuePairs<String, String> = [:]) { log(.notice, m, c) }

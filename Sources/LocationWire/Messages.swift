@@ -47,7 +47,8 @@ extension ServerMessage {
     ///     may not see the location learns nothing about the fix from STATUS).
     ///   - fixDetails: whether to give each receiver's `fixes` count and `lastFixTime` (the timing of
     ///     fixes, for clients that may see them at full accuracy).
-    public static func status(mode: FixMode?, clients: Int, receivers: [ReceiverReport], fixDetails: Bool = true) -> [UInt8] {
+    public static func status(mode: FixMode?, clients: Int, receivers: [ReceiverReport], fixDetails: Bool = true,
+                              uplinks: [ServerMessage.Status.Uplink] = []) -> [UInt8] {
         // A client without full accuracy sees which receivers there are, not how they are doing: fix
         // counts and times are location data, and the sentence count and state tell the cadence, the
         // satellites in view (from the GSV count) and when the fix is lost.
@@ -55,7 +56,7 @@ extension ServerMessage {
             ReceiverReport(name: r.name, type: r.type, path: r.path, state: nil, speed: r.speed, sentences: nil, fixes: nil,
                            errors: nil, priority: r.priority)
         }
-        return ServerMessage.status(Status(mode: mode, clients: clients, receivers: list)).encoded()
+        return ServerMessage.status(Status(mode: mode, clients: clients, receivers: list, uplinks: uplinks)).encoded()
     }
 }
 

@@ -45,6 +45,9 @@ extension Request {
             w.field("since", since)
             w.field("cursor", cursor)
             w.field("limit", limit)
+        case let .share(sharing, forSeconds):
+            if let sharing { w.field("sharing", sharing) }
+            w.field("for", forSeconds)
         }
         w.end()
         return w.bytes

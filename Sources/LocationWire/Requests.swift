@@ -46,6 +46,9 @@ public enum Request: Equatable, Sendable {
     /// page, or the one after `cursor` (the previous reply's `next`); at most `limit` events (1…256;
     /// nil: as many as fit in a page).
     case audit(since: Double?, cursor: String? = nil, limit: Int? = nil)
+    /// The sharing switch of the uplinks (root, `admin-group` or `share-group`): `sharing` false pauses
+    /// every uplink (for `forSeconds`, or until switched on), true resumes them; nil only asks.
+    case share(sharing: Bool?, forSeconds: Double?)
 
     /// The request's class name, for replies and errors.
     public var className: String {
@@ -62,6 +65,7 @@ public enum Request: Equatable, Sendable {
         case .grant: return "GRANT"
         case .revoke: return "REVOKE"
         case .audit: return "AUDIT"
+        case .share: return "SHARE"
         }
     }
 }
@@ -230,6 +234,12 @@ public enum RequestParser {
                 throw RequestError(request: name, message: "limit must be an integer from 1 to 256")
             }
             return .audit(since: members.since, cursor: members.cursor, limit: members.limit)
+        case "SHARE":
+            if let seconds = members.forSeconds {
+                guard seconds > 0, seconds <= 366 * 86400 else { throw RequestError(request: name, message: "for must be a number of seconds in (0, 31622400]") }
+                guard members.sharing == false else { throw RequestError(request: name, message: "for goes with \"sharing\":false") }
+            }
+            return .share(sharing: members.sharing, forSeconds: members.forSeconds)
         default:
             throw RequestError(request: name, message: "unknown class \"\(name)\"")
         }
@@ -258,6 +268,8 @@ public enum RequestParser {
         var since: Double?
         var cursor: String?
         var limit: Int?
+        var sharing: Bool?
+        var forSeconds: Double?
 
         /// - Throws: `RequestError` for `request`: "KEY must be true or false" / "a number" / "a string" /
         ///   "Int", or "invalid JSON" for a number the member's type cannot hold.
@@ -298,6 +310,8 @@ public enum RequestParser {
             since = try double("since")
             cursor = try string("cursor")
             limit = try integer("limit")
+            sharing = try bool("sharing")
+            forSeconds = try double("for")
         }
     }
 

@@ -69,7 +69,12 @@ extension ServerMessage {
                                 fixes: try r.integer("fixes"), errors: try r.integer("errors"),
                                 lastFixTime: try r.time("lastFixTime"), priority: try r.integer("priority") ?? 0)
             }
-            return .status(Status(mode: try m.fixMode("mode"), clients: try m.integer("clients") ?? 0, receivers: receivers))
+            let uplinks = try m.objects("uplinks").map { u throws(ServerMessageError) in
+                Status.Uplink(name: try u.string("name") ?? "?", broker: try u.string("broker") ?? "?", topic: try u.string("topic") ?? "?",
+                              accuracy: try u.string("accuracy") ?? "?", state: try u.string("state") ?? "?", reason: try u.string("reason"),
+                              spooled: try u.integer("spooled") ?? 0, sent: try u.integer("sent") ?? 0, dropped: try u.integer("dropped") ?? 0)
+            }
+            return .status(Status(mode: try m.fixMode("mode"), clients: try m.integer("clients") ?? 0, receivers: receivers, uplinks: uplinks))
         case "AUTHORIZATION":
             guard let status = try m.enumeration("status", AuthorizationStatus.self) else {
                 throw m.error("status", "is missing")

@@ -210,18 +210,72 @@ extension ServerMessage {
         public var clients: Int
         /// The configured receivers, in the daemon's order (`receivers`; absent reads as none).
         public var receivers: [Receiver]
+        /// The fleet uplinks (MQTT brokers), shown to root and the admin group only (`uplinks`; absent
+        /// reads as none).
+        public var uplinks: [Uplink]
 
         /// Makes the value; each parameter is the property of the same name (units there).
-        public init(mode: FixMode?, clients: Int, receivers: [Receiver]) {
+        public init(mode: FixMode?, clients: Int, receivers: [Receiver], uplinks: [Uplink] = []) {
             self.mode = mode
             self.clients = clients
             self.receivers = receivers
+            self.uplinks = uplinks
         }
 
         func writeMembers(to w: inout JSONObjectWriter) {
             if let mode { w.field("mode", mode.rawValue) }
             w.field("clients", clients)
             w.objects("receivers", receivers) { $0.writeMembers(to: &$1) }
+            if !uplinks.isEmpty { w.objects("uplinks", uplinks) { $0.writeMembers(to: &$1) } }
+        }
+
+        /// One fleet uplink (an `uplinks[]` element; locationd.conf(5) "[uplink NAME]").
+        public struct Uplink: Hashable, Sendable {
+            /// Config section name (`name`).
+            public var name: String
+            /// `mqtt://host:port` or `mqtts://host:port` (`broker`).
+            public var broker: String
+            /// The topic reports go to (`topic`).
+            public var topic: String
+            /// `full` or `reduced` (`accuracy`).
+            public var accuracy: String
+            /// `connected`, `disconnected` or `paused` (sharing off) (`state`; text, so that states a newer
+            /// daemon adds still show).
+            public var state: String
+            /// Why it is not connected, when it is not (`reason`).
+            public var reason: String?
+            /// Reports waiting for the broker's acknowledgement (`spooled`).
+            public var spooled: Int
+            /// Reports the broker acknowledged since the daemon started (`sent`).
+            public var sent: Int
+            /// Reports dropped from a full spool since the daemon started (`dropped`).
+            public var dropped: Int
+
+            /// Makes the value; each parameter is the property of the same name.
+            public init(name: String, broker: String, topic: String, accuracy: String, state: String, reason: String? = nil,
+                        spooled: Int = 0, sent: Int = 0, dropped: Int = 0) {
+                self.name = name
+                self.broker = broker
+                self.topic = topic
+                self.accuracy = accuracy
+                self.state = state
+                self.reason = reason
+                self.spooled = spooled
+                self.sent = sent
+                self.dropped = dropped
+            }
+
+            func writeMembers(to w: inout JSONObjectWriter) {
+                w.field("name", name)
+                w.field("broker", broker)
+                w.field("topic", topic)
+                w.field("accuracy", accuracy)
+                w.field("state", state)
+                w.field("reason", reason)
+                w.field("spooled", spooled)
+                w.field("sent", sent)
+                w.field("dropped", dropped)
+            }
         }
     }
 

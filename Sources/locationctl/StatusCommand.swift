@@ -32,7 +32,7 @@ enum StatusCommand {
             let client = try await LocationClient.connect(socketPath: socketPath ?? globalSocketPath)
             defer { client.close() }
             let status = try await client.status()
-            let text = json ? (status.json ?? "") + "\n" : render(status, release: client.serverRelease)
+            let text = json ? (status.json ?? "") + "\n" : render(status, release: client.serverRelease) + renderUplinks(status.uplinks)
             return writeStandardOutput(text) ? .ok : .ioError
         } catch {
             return clientFailure("status", error)
@@ -82,6 +82,24 @@ enum StatusCommand {
             }
             text += cells.joined(separator: "  ") + "\n"
             if let reason = reasons[index] { text += "  └ \(reason)\n" }
+        }
+        return text
+    }
+
+    /// The fleet uplinks (root and the admin group see them): one row each, the reason below a row.
+    static func renderUplinks(_ uplinks: [DaemonStatus.Uplink]) -> String {
+        guard !uplinks.isEmpty else { return "" }
+        var rows = [["UPLINK", "STATE", "ACCURACY", "SPOOLED", "SENT", "DROPPED", "BROKER"]]
+        rows += uplinks.map { [$0.name, $0.state, $0.accuracy, String($0.spooled), String($0.sent), String($0.dropped), "\($0.broker) \($0.topic)"] }
+        var widths = [Int](repeating: 0, count: rows[0].count)
+        for row in rows { for (column, cell) in row.enumerated() { widths[column] = max(widths[column], cell.count) } }
+        var text = ""
+        for (index, row) in rows.enumerated() {
+            let cells = row.enumerated().map { column, cell in
+                column == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[column] - cell.count)
+            }
+            text += cells.joined(separator: "  ") + "\n"
+            if index > 0, let reason = uplinks[index - 1].reason { text += "  └ \(reason)\n" }
         }
         return text
     }

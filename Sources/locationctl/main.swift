@@ -34,6 +34,8 @@ let usage = """
       grant           allow an executable, unit or user ahead of asking (--once or --persistent)
       revoke          remove an executable's, unit's or user's grants, at once
       audit           which program saw your location, when, how precisely
+      share           switch the fleet uplinks' sharing off [--for DURATION], on, or show it
+                      (also the daemon's share-group)
 
     global options:
       --socket PATH   locationd's socket, for every command but decode (also accepted after the
@@ -89,6 +91,8 @@ case "grant":
     exit(await GrantCommand.run(arguments, socketPath: socketPath).rawValue)
 case "revoke":
     exit(await RevokeCommand.run(arguments, socketPath: socketPath).rawValue)
+case "share":
+    exit(await ShareCommand.run(arguments, socketPath: socketPath).rawValue)
 case "audit":
     exit(await AuditCommand.run(arguments, socketPath: socketPath).rawValue)
 case "-h", "--help", "help":

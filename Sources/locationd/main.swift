@@ -3,6 +3,7 @@
 import Glibc
 #endif
 import LocationServer
+import LocationUplink
 
 let usage = """
     usage: locationd [--config FILE] [--check-config] [--version] [--help]
@@ -51,6 +52,12 @@ do {
 } catch {
     fail("\(error)", 78)  // EX_CONFIG
 }
+let uplinkSettings: [ConfiguredUplink]
+do {
+    uplinkSettings = try readUplinks(configuration)
+} catch {
+    fail("\(error)", 78)  // EX_CONFIG
+}
 
 if checkOnly {
     print(configuration.effectiveDescription, terminator: "")
@@ -60,7 +67,8 @@ if checkOnly {
 let log = Log(level: configuration.logLevel)
 do {
     let daemon = try Daemon(configuration: configuration, configurationPath: configPath, log: log)
-    daemon.run()
+    let uplinks = startUplinks(uplinkSettings, daemon: daemon, stateDirectory: configuration.stateDirectory, log: log)
+    withExtendedLifetime(uplinks) { daemon.run() }
 } catch {
     fail("\(error)", 71)  // EX_OSERR
 }

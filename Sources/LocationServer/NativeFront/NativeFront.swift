@@ -134,6 +134,26 @@ public final class NativeFront: Sendable {
         withState { $0.publish(fix, at: now) }
     }
 
+    /// Subscribes an uplink (a fleet broker): from the next fix on, `sink` gets what it may see.
+    /// - Parameter sharing: told at once and on every change whether sharing is on (`locationctl share`).
+    /// - Parameter status: the uplink's state for STATUS (shown to root and the admin group).
+    public func addUplink(_ subscription: UplinkSubscription, sink: @escaping UplinkSink, sharing: (@Sendable (Bool) -> Void)? = nil,
+                          status: (@Sendable () -> ServerMessage.Status.Uplink)? = nil) {
+        state.withLock { s in
+            s.publisher.addUplink(subscription, sink: sink, sharing: sharing, status: status)
+            sharing?(!s.publisher.uplinks.sharing.isPaused(at: Moment.now().wall))
+        }
+    }
+
+    /// The sharing switch's group (`share-group`) and state file; the state kept there is put in force.
+    public func configureSharing(group: String?, stateFile: String) {
+        let kept = readSharingFile(stateFile)
+        state.withLock { s in
+            s.publisher.uplinks.settings = SharingSettings(group: group, path: stateFile)
+            s.publisher.uplinks.sharing = kept
+        }
+    }
+
     /// Applies a new configuration's rules (SIGHUP): clients that lose their grant are told at once.
     public func applyPolicyRules(_ rules: PolicyRules) {
         let gridChanged = state.withLock { $0.publisher.fudger.gridMeters != rules.defaults.reducedGrid }

@@ -35,6 +35,8 @@ extension ServerState {
             if let delivery = publisher.announce(id, state, force: true) { deliver([delivery], at: now.wall) }
         case let .fullAccuracy(key):
             authorize(id, .temporaryFullAccuracy(purposeKey: key), request: "FULLACCURACY", at: now)
+        case let .share(sharing, forSeconds):
+            share(id, sharing: sharing, forSeconds: forSeconds, at: now)
         case .agent, .answer, .grants, .grant, .revoke, .audit:
             admin(request, from: id, at: now)
         }
@@ -49,9 +51,10 @@ extension ServerState {
         let accuracy: AccuracyAuthorization? = publisher.policy.isAdmin(identity) ? .full
             : (state.status.isAuthorized ? state.accuracy : nil)
         let mode = accuracy.flatMap { publisher.modeShown(to: id, accuracy: $0) }
+        let uplinks = publisher.policy.isAdmin(identity) ? publisher.uplinks.entries.compactMap { $0.statusProvider?() } : []
         send(id, ServerMessage.status(mode: mode,
                                       clients: connections.count, receivers: context.receivers.receiverReports(),
-                                      fixDetails: accuracy == .full))
+                                      fixDetails: accuracy == .full, uplinks: uplinks))
     }
 
     /// The client's authorization for a location request; an unauthorized client gets its status, then

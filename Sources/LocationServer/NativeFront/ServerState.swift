@@ -297,7 +297,10 @@ struct ServerState {
         if gpsdFront.enabled { gpsdFront.observe(fix) }
         var out = deliveries
         publisher.publish(fix, at: now, into: &out)
+        if publisher.uplinks.sharing.pausedUntil != nil { resumeIfPauseEnded(at: now.wall) }
+        let uplinkReports = publisher.publishUplinks(at: now, into: &out)
         deliver(out, at: now.wall)
+        for report in uplinkReports { report.sink(report.fix, report.accuracy) }
         out.removeAll(keepingCapacity: true)
         deliveries = out
         if !gpsdFront.blind.isEmpty { gpsdTellBlindWatchers() }

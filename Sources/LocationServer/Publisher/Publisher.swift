@@ -19,6 +19,8 @@ struct Publisher {
     private(set) var latest: Fix?
     private var nextPoll = 1
     private var encoder = GPSDEncoder()
+    /// The uplinks (fleet brokers) subscribed like watching clients (Publisher+Uplink.swift).
+    var uplinks = UplinkTable()
 
     /// POLLs waiting per user (uid), across its connections.
     private var pollsPerUser: [UInt32: Int] = [:]
@@ -365,7 +367,7 @@ struct Publisher {
 
     /// Encodes the latest fix at `accuracy` unless it already is; false when there is nothing to send
     /// (no fix with a position, or the fudger could not reduce it).
-    private mutating func ensureReport(_ accuracy: AccuracyAuthorization, wall: Double) -> Bool {
+    mutating func ensureReport(_ accuracy: AccuracyAuthorization, wall: Double) -> Bool {
         guard let latest, latest.hasPosition else { return false }
         if accuracy == .full {
             if report.full.isEmpty {

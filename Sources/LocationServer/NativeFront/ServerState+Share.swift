@@ -1,0 +1,132 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+import LocationCore
+import LocationPolicy
+import LocationWire
+
+/// The sharing switch of the uplinks (issue 17): the person on board pauses what leaves the machine.
+/// While paused, no uplink is handed a report, so none is spooled to be sent later.
+public struct SharingState: Sendable, Equatable {
+    /// Unix seconds until which sharing is off; `.infinity`: until switched on; nil: sharing.
+    public var pausedUntil: Double?
+
+    public init(pausedUntil: Double? = nil) { self.pausedUntil = pausedUntil }
+
+    /// Whether sharing is off at `wall` (Unix seconds).
+    public func isPaused(at wall: Double) -> Bool { pausedUntil.map { wall < $0 } ?? false }
+
+    /// The state file's text: absent (sharing), `off`, or `off-until SECONDS`.
+    var fileText: String? {
+        guard let until = pausedUntil else { return nil }
+        return until.isInfinite ? "off\n" : "off-until \(Int(until.rounded(.up)))\n"
+    }
+
+    /// Reads the state file's text; anything unreadable counts as paused (fail closed: nothing leaves).
+    init(fileText text: String) {
+        let words = text.split(whereSeparator: { $0 == " " || $0 == "\n" })
+        if words.count == 2, words[0] == "off-until", let until = Double(words[1]) { pausedUntil = until } else { pausedUntil = .infinity }
+    }
+}
+
+/// Where the sharing switch is kept and who may turn it.
+struct SharingSettings {
+    /// `share-group`: besides root and the admin group, its members may turn the switch.
+    var group: String?
+    /// The state file (`STATE/sharing`); nil: not kept (tests).
+    var path: String?
+}
+
+/// Serializes writes of the sharing state file.
+let sharingWrites = DispatchQueue(label: "locationd.sharing")
+
+extension ServerState {
+    /// SHARE: the sharing switch. Root, the admin group and the `share-group` may turn it or ask; others
+    /// get an ERROR. A change takes effect before the next fix, is audited and logged, and kept in the
+    /// state file so that it survives a restart.
+    mutating func share(_ id: Int, sharing: Bool?, forSeconds: Double?, at now: Moment) {
+        guard let identity = connections[id]?.identity else { return }
+        let inGroup = publisher.uplinks.settings.group.map { identity.groups.contains($0) } ?? false
+        guard publisher.policy.isAdmin(identity) || inGroup else {
+            send(id, ServerMessage.error(request: "SHARE", message: "permission denied: root, the admin group or the share-group only"))
+            return
+        }
+        if let sharing {
+            let state = SharingState(pausedUntil: sharing ? nil : forSeconds.map { now.wall + $0 } ?? .infinity)
+            setSharing(state, at: now.wall)
+            let what = sharing ? "sharing on" : forSeconds.map { "sharing off for \(DurationText.minutesAndSeconds(Int($0.rounded(.up))))" } ?? "sharing off"
+            context.store.record(AuditEvent(event: "share", identity: identity, name: nil, request: "SHARE", status: sharing ? "on" : "off",
+                                            accuracy: nil, reason: what + " (\(publisher.uplinks.entries.count) uplinks)"), at: now.wall)
+            context.log.notice(what, ["client.uid": String(identity.uid), "client.pid": String(identity.pid),
+                                      "until": state.pausedUntil.map { $0.isInfinite ? "switched on" : UTCTime(unixSeconds: $0).iso8601 } ?? "-"])
+        }
+        send(id, shareReply(at: now.wall))
+    }
+
+    /// Puts `state` in force, tells the uplinks, and writes the state file.
+    mutating func setSharing(_ state: SharingState, at wall: Double) {
+        publisher.uplinks.sharing = state
+        let paused = state.isPaused(at: wall)
+        for uplink in publisher.uplinks.entries { uplink.sharingSink?(!paused) }
+        guard let path = publisher.uplinks.settings.path else { return }
+        // Written before the reply, in this turn: a switch turned off must hold across a crash right
+        // after `locationctl share off` returned. A few bytes and two fsyncs, on a rare request.
+        let text = state.fileText
+        sharingWrites.sync { writeSharingFile(path, text) }
+    }
+
+    /// A timed pause ended (seen at a fix): sharing is on again, and the file says so.
+    mutating func resumeIfPauseEnded(at wall: Double) {
+        guard let until = publisher.uplinks.sharing.pausedUntil, wall >= until else { return }
+        setSharing(SharingState(), at: wall)
+        context.log.notice("sharing on: the pause ended")
+    }
+
+    /// `{"class":"SHARE","sharing":BOOL,"until":TIME,"uplinks":N}`; `until` only for a timed pause.
+    func shareReply(at wall: Double) -> [UInt8] {
+        let state = publisher.uplinks.sharing
+        var w = JSONObjectWriter(reservingCapacity: 128)
+        w.begin()
+        w.field("class", constant: "SHARE")
+        w.field("sharing", !state.isPaused(at: wall))
+        if let until = state.pausedUntil, !until.isInfinite, state.isPaused(at: wall) { w.field("until", UTCTime(unixSeconds: until).iso8601) }
+        w.field("uplinks", publisher.uplinks.entries.count)
+        w.end()
+        return w.bytes
+    }
+}
+
+/// Replaces the sharing file atomically (temporary file, fsync, rename, fsync of the directory), or
+/// removes it when sharing is on; a failure is left for the next change (the switch holds in memory).
+func writeSharingFile(_ path: String, _ text: String?) {
+    let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
+    if let text {
+        let temporary = path + ".tmp"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return }
+        let bytes = Array(text.utf8)
+        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        let synced = fsync(fd) == 0
+        close(fd)
+        guard written == bytes.count, synced, rename(temporary, path) == 0 else { return }
+    } else if unlink(path) != 0 {
+        return
+    }
+    let dfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    if dfd >= 0 {
+        fsync(dfd)
+        close(dfd)
+    }
+}
+
+/// Reads the sharing file at start: absent → sharing.
+func readSharingFile(_ path: String) -> SharingState {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return errno == ENOENT ? SharingState() : SharingState(pausedUntil: .infinity) }
+    defer { close(fd) }
+    var buffer = [UInt8](repeating: 0, count: 256)
+    let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+    guard n >= 0 else { return SharingState(pausedUntil: .infinity) }
+    return SharingState(fileText: String(decoding: buffer.prefix(n), as: UTF8.self))
+}

@@ -1,0 +1,107 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import LocationCore
+import LocationPolicy
+import LocationWire
+
+/// An uplink (ARCHITECTURE.md "Data flow": a fleet broker) as a subscriber of the Publisher: it streams
+/// like a watching client, with its own identity, accuracy and filters, so that `reduced` means the same
+/// fudged position on the same pacing (`reduced-interval`) as every reduced client gets.
+public struct UplinkSubscription: Sendable {
+    /// The uplink's name (`[uplink NAME]`), shown in the audit as `uplink NAME`.
+    public var name: String
+    /// Where it publishes, for the audit (e.g. `mqtt://broker:1883 owntracks/fleet/van7`).
+    public var destination: String
+    /// The accuracy it gets.
+    public var accuracy: AccuracyAuthorization
+    /// Least time between two full-accuracy reports; reduced reports keep the pacing's cadence.
+    public var minInterval: Duration
+    /// Metres a full-accuracy position must move before the next report; 0: off.
+    public var distanceFilter: Double
+
+    /// Makes a subscription; each parameter is the property of the same name.
+    public init(name: String, destination: String, accuracy: AccuracyAuthorization, minInterval: Duration, distanceFilter: Double) {
+        self.name = name
+        self.destination = destination
+        self.accuracy = accuracy
+        self.minInterval = minInterval
+        self.distanceFilter = distanceFilter
+    }
+}
+
+/// Takes an uplink's reports: the fix cut to its accuracy (reduced: the fudger's fix). Called under the
+/// server's lock, on the fan-out path: it must only queue the report.
+public typealias UplinkSink = @Sendable (Fix, AccuracyAuthorization) -> Void
+
+/// One uplink in the Publisher.
+struct UplinkSubscriber {
+    let subscription: UplinkSubscription
+    let identity: ClientIdentity
+    let sink: UplinkSink
+    /// Told when sharing is switched off (false) or on (true).
+    let sharingSink: (@Sendable (Bool) -> Void)?
+    /// The uplink's state for STATUS (root and the admin group).
+    let statusProvider: (@Sendable () -> ServerMessage.Status.Uplink)?
+    var filter: DeliveryFilter
+    /// Reduced pacing of this uplink alone (its own identity, as another user's program is paced apart).
+    var pacing = ReducedPacing(capacity: 4)
+    /// Its first delivery was audited.
+    var audited = false
+}
+
+/// The Publisher's uplinks, in the order they were added.
+struct UplinkTable {
+    var entries: [UplinkSubscriber] = []
+    /// The sharing switch: while paused, no uplink gets a report.
+    var sharing = SharingState()
+    var settings = SharingSettings()
+}
+
+/// A report for an uplink, decided under the lock and handed to its sink.
+struct UplinkHandOff {
+    let sink: UplinkSink
+    let fix: Fix
+    let accuracy: AccuracyAuthorization
+}
+
+extension Publisher {
+    /// Adds an uplink: from the next fix on it gets reports as a watching client at its accuracy would.
+    mutating func addUplink(_ subscription: UplinkSubscription, sink: @escaping UplinkSink,
+                            sharing: (@Sendable (Bool) -> Void)? = nil, status: (@Sendable () -> ServerMessage.Status.Uplink)? = nil) {
+        let identity = ClientIdentity(pid: getpid(), uid: getuid(), gid: getgid(), user: "uplink", groups: [],
+                                      executable: "uplink:" + subscription.name, unit: nil, verifiedByPidFD: false)
+        uplinks.entries.append(UplinkSubscriber(subscription: subscription, identity: identity, sink: sink, sharingSink: sharing, statusProvider: status,
+                                                filter: DeliveryFilter(minInterval: subscription.minInterval,
+                                                                       distanceFilter: subscription.distanceFilter)))
+    }
+
+    /// The uplinks' reports for the fix `publish` just took (call right after it): each uplink due gets
+    /// the latest fix at its accuracy, through the same filters, fudger and pacing clients have; its first
+    /// delivery is audited into `out`.
+    mutating func publishUplinks(at now: Moment, into out: inout [Delivery]) -> [UplinkHandOff] {
+        guard !uplinks.entries.isEmpty, !uplinks.sharing.isPaused(at: now.wall), let latest, latest.hasPosition else { return [] }
+        var handOffs: [UplinkHandOff] = []
+        let interval = Duration.seconds(policy.rules.defaults.reducedInterval)
+        let key = ReducedPacing.Key(uid: 0)
+        for index in uplinks.entries.indices {
+            let accuracy = uplinks.entries[index].subscription.accuracy
+            guard ensureReport(accuracy, wall: now.wall), let fix = reportFix(accuracy) else { continue }
+            if accuracy == .full {
+                guard uplinks.entries[index].filter.admit(Position(fix), now: now.monotonic) else { continue }
+            } else {
+                guard uplinks.entries[index].pacing.allows(key, report: reportSerial, now: now.monotonic, interval: interval) else { continue }
+                uplinks.entries[index].pacing.record(key, report: reportSerial, now: now.monotonic, interval: interval)
+            }
+            handOffs.append(UplinkHandOff(sink: uplinks.entries[index].sink, fix: fix, accuracy: accuracy))
+            if !uplinks.entries[index].audited {
+                uplinks.entries[index].audited = true
+                let subscription = uplinks.entries[index].subscription
+                out.append(.audit(AuditEvent(event: "delivery", identity: uplinks.entries[index].identity, name: "uplink " + subscription.name,
+                                             request: nil, status: "authorizedPersistent", accuracy: accuracy.rawValue,
+                                             reason: "uplink \(subscription.name) → \(subscription.destination): first delivery")))
+            }
+        }
+        return handOffs
+    }
+}

@@ -1,0 +1,64 @@
+import LocationClient
+import LocationCore
+
+/// `locationctl share off [--for DURATION] | on | status`: the uplinks' sharing switch.
+enum ShareCommand {
+    static let help = """
+        usage: locationctl share off [--for DURATION] | on | status [--socket PATH]
+
+        The sharing switch of the daemon's uplinks (MQTT brokers of a fleet): 'off' stops publishing
+        the location from the next fix on (for DURATION, e.g. 30min or 2h, or until 'on'); reports
+        made while it is off are never sent later. 'on' resumes, 'status' shows the switch. Root, the
+        daemon's admin-group and its share-group may use it; every change is audited and survives a
+        restart of the daemon.
+
+        exit status: 0, 64 usage, 69 daemon unreachable, 75 timeout, 76 protocol mismatch, 77 not
+        allowed.
+
+        """
+
+    static func run(_ arguments: [String], socketPath globalSocketPath: String?) async -> ExitCode {
+        var words = arguments[...]
+        var socketPath = globalSocketPath
+        var action: String?
+        var forSeconds: Double?
+        while let word = words.popFirst() {
+            switch word {
+            case "-h", "--help":
+                print(help, terminator: "")
+                return .ok
+            case "--socket":
+                guard let path = words.popFirst() else { return usage("--socket needs a path") }
+                socketPath = path
+            case "--for":
+                guard let text = words.popFirst(), let duration = DurationText.parse(text), duration > .zero else {
+                    return usage("--for needs a duration (e.g. 30min, 2h)")
+                }
+                forSeconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+            case "on", "off", "status" where action == nil:
+                action = word
+            default:
+                return usage("unexpected '\(word)'")
+            }
+        }
+        guard let action else { return usage("say off, on or status") }
+        if forSeconds != nil && action != "off" { return usage("--for goes with off") }
+        let sharing: Bool? = action == "status" ? nil : action == "on"
+        do {
+            let client = try await LocationClient.connect(socketPath: socketPath)
+            defer { client.close() }
+            let status = try await client.share(sharing, forSeconds: forSeconds)
+            var line = status.sharing ? "sharing on" : "sharing off"
+            if let until = status.until { line += " until \(until)" } else if !status.sharing { line += " until switched on" }
+            line += " (\(status.uplinks) uplink\(status.uplinks == 1 ? "" : "s"))\n"
+            return writeStandardOutput(line) ? .ok : .ioError
+        } catch {
+            return clientFailure("share", error)
+        }
+    }
+
+    private static func usage(_ message: String) -> ExitCode {
+        writeStandardError("locationctl share: \(message)\n\(help)")
+        return .usage
+    }
+}
