@@ -27,8 +27,20 @@ SWIFT ?= swift
 # The Swift standard library, runtime and libdispatch linked into the binaries, so that they run on a
 # machine without a Swift toolchain: `ldd` lists only Debian's libraries (libc, libgps, libinih,
 # libsystemd, libstdc++, libgcc_s), and no RUNPATH points into the build tree.
-# Linked with -z now (full RELRO: the GOT read-only after start-up).
-SWIFTFLAGS ?= --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker now
+# Linked with -z now (full RELRO: the GOT read-only after start-up), and PIE (ASLR) as before.
+# Memory (issue 16, Benchmarks/README.md): linked by the toolchain's lld instead of gold, for two things
+# gold cannot do. -z pack-relative-relocs (RELR; glibc >= 2.36, which dpkg-shlibdeps then requires):
+# the ~28,000 relative relocations of the Swift metadata take 5.5 KiB instead of a 0.64 MiB .rela.dyn
+# that the loader reads, and so keeps resident, at every start. --symbol-ordering-file: the functions
+# the daemon runs (Scripts/locationd.order, made by Scripts/order-file) are placed together, so that it
+# touches ~1 MiB of contiguous code (and libswiftCore's 1.5 MiB .text that cannot be split) instead of
+# pages spread over all 6 MiB of it; our modules are compiled with -function-sections so that lld can
+# move (and --gc-sections drop) each function. A function missing from the file (new code, another
+# receiver) works the same, only placed elsewhere.
+SWIFTFLAGS ?= --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker now \
+	-Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs \
+	-Xswiftc -Xfrontend -Xswiftc -function-sections \
+	-Xlinker --symbol-ordering-file=$(CURDIR)/Scripts/locationd.order -Xlinker --no-warn-symbol-ordering
 # Where the release binaries are (evaluated only when not given).
 BUILD_BIN ?= $(shell $(SWIFT) build -c release $(SWIFTFLAGS) --show-bin-path)
 
