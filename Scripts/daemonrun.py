@@ -12,10 +12,11 @@ def shared_dir():
 
 
 def build():
-    """The directory of the release binaries: $LOCATIOND_BIN, or `swift build -c release` (incremental)."""
+    """The directory of the release binaries: $LOCATIOND_BIN, or `make build` (incremental; the Makefile's
+    flags, so that the quick start's and the package's build is reused, not compiled again)."""
     if os.environ.get("LOCATIOND_BIN"):
         return os.environ["LOCATIOND_BIN"]
-    subprocess.run(["swift", "build", "-c", "release"], cwd=ROOT, check=True, stdout=sys.stderr)
+    subprocess.run(["make", "build"], cwd=ROOT, check=True, stdout=sys.stderr)
     out = subprocess.run(["swift", "build", "-c", "release", "--show-bin-path"], cwd=ROOT, check=True,
                          capture_output=True, text=True)
     return out.stdout.strip()
