@@ -388,37 +388,3 @@ struct Publisher {
     }
 
 }
-
-/// The current report, encoded at most once per accuracy.
-private struct ReportCache: Sendable {
-    /// Counts the fixes with a position published; pacing gives every connection of a client the same one.
-    var serial: UInt64 = 0
-    var full: [UInt8] = []
-    var reduced: [UInt8] = []
-    /// `full` and the fix's `SKY`, encoded when a watcher first wants it.
-    var fullWithSky: [UInt8] = []
-    var reducedDone = false
-    var fullPosition: Position?
-    var reducedPosition: Position?
-    /// The reduced fix itself, for fronts that write other shapes of it than `reduced`'s TPV.
-    var reducedFix: Fix?
-
-    /// A new fix: nothing of it is encoded yet (the buffers keep their capacity).
-    mutating func next() {
-        serial &+= 1
-        full.removeAll(keepingCapacity: true)
-        reduced.removeAll(keepingCapacity: true)
-        fullWithSky.removeAll(keepingCapacity: true)
-        reducedDone = false
-        fullPosition = nil
-        reducedPosition = nil
-        reducedFix = nil
-    }
-}
-
-extension Position {
-    init?(_ fix: Fix) {
-        guard let latitude = fix.latitude, let longitude = fix.longitude else { return nil }
-        self.init(latitude: latitude, longitude: longitude)
-    }
-}
