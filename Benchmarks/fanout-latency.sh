@@ -215,6 +215,7 @@ max-clients = 1024
 type = serial
 path = $pty
 speed = 9600
+check-date = no
 
 [policy]
 access = always
