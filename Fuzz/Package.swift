@@ -26,6 +26,15 @@ let package = Package(
             .product(name: "LocationWire", package: "locationd"),
             .product(name: "LocationCore", package: "locationd"),
         ]),
+        // The server's request handling (ServerState, Publisher, agents, admin) for four clients on socketpairs.
+        // Reaches internals with @testable: Scripts/fuzz builds with -enable-testing.
+        .executableTarget(name: "FuzzServer", dependencies: [
+            "FuzzSupport",
+            .product(name: "LocationServer", package: "locationd"),
+            .product(name: "LocationPolicy", package: "locationd"),
+            .product(name: "LocationWire", package: "locationd"),
+            .product(name: "LocationCore", package: "locationd"),
+        ]),
         // The gpsd protocol front: a gpsd client's reads through GpsdConversation.
         .executableTarget(name: "FuzzGpsd", dependencies: [
             "FuzzSupport",

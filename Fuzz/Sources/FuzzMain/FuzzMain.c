@@ -16,3 +16,4 @@ int FuzzNMEA_main(int argc, char **argv) { return run(argc, argv); }
 int FuzzWire_main(int argc, char **argv) { return run(argc, argv); }
 int FuzzGpsd_main(int argc, char **argv) { return run(argc, argv); }
 int FuzzConfig_main(int argc, char **argv) { return run(argc, argv); }
+int FuzzServer_main(int argc, char **argv) { return run(argc, argv); }

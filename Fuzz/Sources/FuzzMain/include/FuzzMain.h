@@ -3,3 +3,4 @@ int FuzzNMEA_main(int argc, char **argv);
 int FuzzWire_main(int argc, char **argv);
 int FuzzGpsd_main(int argc, char **argv);
 int FuzzConfig_main(int argc, char **argv);
+int FuzzServer_main(int argc, char **argv);
