@@ -77,6 +77,7 @@ public struct FixPlausibility: Sendable {
     /// How far a position may move without time counting, metres (receiver noise between close epochs).
     public static let jumpSlackMeters = 100.0
 
+    /// The rules' settings this value applies.
     public let configuration: Configuration
     /// The last fix published with a time, and with a position.
     private var lastTime: UTCTime?
