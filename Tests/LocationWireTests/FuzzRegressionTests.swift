@@ -1,3 +1,4 @@
+import LocationCore
 import LocationWire
 import Testing
 
@@ -20,5 +21,19 @@ struct FuzzRegressionTests {
         let request = try RequestParser.parse(Array(#"{"class":"WATCH","minInterval":\#(seconds)}"#.utf8))
         #expect(request == .watch(enable: true, minInterval: seconds, distanceFilter: 0))
         #expect(Duration.seconds(seconds) <= .seconds(86_400))
+    }
+
+    /// FuzzWire, artifact FuzzWire-crash-771167be…: a server line whose TPV time had a 100-digit fraction
+    /// overflowed `UTCTime(iso8601:)` ("arithmetic overflow"), crashing any client that decoded it.
+    @Test("a TPV time with a 100-digit fraction decodes, truncated to the millisecond")
+    func longFraction() throws {
+        let fraction = "801" + String(repeating: "0", count: 97)
+        let time = try #require(UTCTime(iso8601: "2007-02-08T09:53:08.\(fraction)Z"))
+        #expect(time.iso8601 == "2007-02-08T09:53:08.801Z")
+        let line = #"{"class":"TPV","mode":3,"time":"2007-02-08T09:53:08.\#(fraction)Z","lat":-27.210781667,"lon":153.05213,"accuracy":"full"}"#
+        _ = try? ServerMessage.decode(Array(line.utf8))
+        #expect(UTCTime(iso8601: "2007-02-08T09:53:08.8x1Z") == nil)
+        #expect(UTCTime(iso8601: "2007-02-08T09:53:08.80123456789012345678901234x") == nil)
+        #expect(UTCTime(iso8601: "2007-02-08T09:53:08.8Z")?.millisecond == 800)
     }
 }
