@@ -10,6 +10,9 @@ let package = Package(
         .library(name: "LocationCore", targets: ["LocationCore"]),
         .library(name: "LocationWire", targets: ["LocationWire"]),
         .library(name: "LocationClient", targets: ["LocationClient"]),
+        // For the fuzz targets (Fuzz/Package.swift), which parse configs through the daemon's own code.
+        .library(name: "LocationServer", targets: ["LocationServer"]),
+        .library(name: "LocationPolicy", targets: ["LocationPolicy"]),
         .executable(name: "locationctl", targets: ["locationctl"]),
     ],
     targets: [

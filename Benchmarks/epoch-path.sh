@@ -82,7 +82,7 @@ trace() { # trace KIND
     done
     pty=$(cat "$dir/pty")
     if [ "$kind" = locationd ]; then
-        printf '[daemon]\nsocket = %s\nstate-directory = %s\nlog-level = warning\n[receiver gnss0]\ntype = serial\npath = %s\nspeed = 9600\n[policy]\naccess = always\naccuracy = full\n' \
+        printf '[daemon]\nsocket = %s\nstate-directory = %s\nlog-level = warning\n[receiver gnss0]\ntype = serial\npath = %s\nspeed = 9600\ncheck-date = no\n[policy]\naccess = always\naccuracy = full\n' \
             "$dir/daemon.sock" "$dir/state" "$pty" > "$dir/locationd.conf"
         taskset -c 0 "$locationd" --config "$dir/locationd.conf" > /dev/null 2> "$dir/daemon.log" &
     else

@@ -232,6 +232,7 @@ $listen
 type = serial
 path = $pty
 speed = 9600
+check-date = no
 
 [policy]
 access = always

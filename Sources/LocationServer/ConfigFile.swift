@@ -88,6 +88,34 @@ public enum ConfigFile {
             throw ConfigFileError(file: path, line: nil, key: nil, message: "cannot read: \(String(cString: strerror(errno)))")
         }
         defer { fclose(file) }
+        return try parse(file, path: path)
+    }
+
+    /// Parses config text held in memory (through fmemopen(3)) as `read` parses a file: the same entries and
+    /// errors, `name` standing for the file in them. Used by the config fuzz target (Fuzz/) and tests.
+    /// - Parameters:
+    ///   - bytes: the file's contents.
+    ///   - name: what errors and entries call the file.
+    /// - Throws: `ConfigFileError` when a line is not INI, or too long.
+    public static func read(contentsOf bytes: [UInt8], name: String) throws(ConfigFileError) -> [ConfigEntry] {
+        guard !bytes.isEmpty else { return [] }
+        var copy = bytes
+        let result: Result<[ConfigEntry], ConfigFileError> = copy.withUnsafeMutableBytes { buffer in
+            guard let file = fmemopen(buffer.baseAddress, buffer.count, "r") else {
+                return .failure(ConfigFileError(file: name, line: nil, key: nil, message: "cannot read: \(String(cString: strerror(errno)))"))
+            }
+            defer { fclose(file) }
+            do throws(ConfigFileError) {
+                return .success(try parse(file, path: name))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+
+    /// Parses an open stream; `path` names it in entries and errors.
+    private static func parse(_ file: UnsafeMutablePointer<FILE>, path: String) throws(ConfigFileError) -> [ConfigEntry] {
         let state = ParseState(file: file, path: path)
         let context = Unmanaged.passUnretained(state).toOpaque()
         let reader: ini_reader = { buffer, size, stream in

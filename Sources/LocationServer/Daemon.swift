@@ -24,7 +24,7 @@ struct ReceiverSetReports: ReceiverStatusProvider {
             case .stopped: state = "stopped"
             }
             return ReceiverReport(name: s.name, type: s.type, path: s.path, state: state, reason: reason, speed: s.speed,
-                                  connectedSince: s.connectedSince.map { UTCTime(unixSeconds: $0) }, sentences: s.sentences, fixes: s.fixes, errors: s.errors,
+                                  connectedSince: s.connectedSince.map { UTCTime(unixSeconds: $0) }, sentences: s.sentences, fixes: s.fixes, errors: s.errors + s.implausibleFixes,
                                   lastFixTime: s.lastFixTime, priority: s.priority)
         }
     }

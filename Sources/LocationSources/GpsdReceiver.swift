@@ -36,6 +36,8 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
     public let priority: Int
     /// Configured `stale-after`; nil = 3 cycles (`FixSelector` judges).
     public let staleAfter: Duration?
+    /// Every plausibility rule; the date rules only with `check-date` on (docs/RECEIVERS.md).
+    public let plausibility: FixPlausibility.Configuration
     /// gpsd's host name or address (config `server`, default `localhost`).
     public let host: String
     /// gpsd's TCP port (config `server`, default 2947, IANA `gpsd`).
@@ -62,6 +64,7 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
         self.name = configuration.name
         self.priority = configuration.priority
         self.staleAfter = configuration.staleAfter
+        self.plausibility = FixPlausibility.Configuration(checksDate: configuration.checkDate)
         self.host = host
         self.port = port
         self.device = device

@@ -42,6 +42,9 @@ public struct ReceiverStatus: Hashable, Sendable {
     public var fixes = 0
     /// Rejected input: bad checksums, truncated or malformed sentences, read errors.
     public var errors = 0
+    /// Fixes dropped or changed by the plausibility rules (`FixPlausibility`: 0,0, dates, time going
+    /// backwards, jumps, speeds).
+    public var implausibleFixes = 0
     /// Fix time of the last fix with a position.
     public var lastFixTime: UTCTime?
     /// Configured priority.
@@ -66,6 +69,8 @@ public protocol Receiver: AnyObject, Sendable {
     var priority: Int { get }
     /// How long its valid fix stays live without a newer one (config `stale-after`); nil = 3 × its cycle.
     var staleAfter: Duration? { get }
+    /// Which plausibility rules its fixes go through (docs/RECEIVERS.md).
+    var plausibility: FixPlausibility.Configuration { get }
     /// The current snapshot.
     var status: ReceiverStatus { get }
     /// Starts reading; events are delivered on the receiver's own queue, in order.
@@ -77,6 +82,8 @@ public protocol Receiver: AnyObject, Sendable {
 extension Receiver {
     /// No configured `stale-after`: 3 × the receiver's cycle.
     public var staleAfter: Duration? { nil }
+    /// A live receiver's plausibility rules: all of them (`FixPlausibility`).
+    public var plausibility: FixPlausibility.Configuration { .init() }
 }
 
 /// Capped exponential backoff for reconnecting: 0.25 s, 0.5 s, 1 s, 2 s, 4 s, 4 s, ...

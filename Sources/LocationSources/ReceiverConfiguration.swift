@@ -24,14 +24,19 @@ public struct ReceiverConfiguration: Hashable, Sendable {
     public var staleAfter: Duration?
     /// Accept NMEA sentences without a checksum (old receivers).
     public var allowMissingChecksum: Bool
+    /// Judge a live receiver's dates against the clock, correcting GPS week rollovers (config `check-date`,
+    /// default yes; docs/RECEIVERS.md). Off for a capture fed through a serial port, or a receiver whose
+    /// dates are known wrong while its positions are good.
+    public var checkDate: Bool
 
     public init(name: String, source: Source, priority: Int = 0, staleAfter: Duration? = nil,
-                allowMissingChecksum: Bool = false) {
+                allowMissingChecksum: Bool = false, checkDate: Bool = true) {
         self.name = name
         self.source = source
         self.priority = priority
         self.staleAfter = staleAfter
         self.allowMissingChecksum = allowMissingChecksum
+        self.checkDate = checkDate
     }
 }
 
@@ -54,7 +59,7 @@ public struct ConfigurationError: Error, Hashable, Sendable, CustomStringConvert
 extension ReceiverConfiguration {
     /// The keys a `[receiver NAME]` section may hold.
     public static let keys: Set<String> = ["type", "path", "speed", "server", "device", "file", "rate", "loop",
-                                           "priority", "stale-after", "allow-missing-checksum"]
+                                           "priority", "stale-after", "allow-missing-checksum", "check-date"]
 
     /// The keys a receiver of `type` reads (nil: not a type): any other key in its section would be
     /// silently ignored, so the loader refuses it (e.g. `speed` under `type = gpsd`, where gpsd sets it).
@@ -145,7 +150,8 @@ extension ReceiverConfiguration {
             stale = v
         }
         let allow = try Self.boolean("allow-missing-checksum", value("allow-missing-checksum")) ?? false
-        self.init(name: name, source: source, priority: priority, staleAfter: stale, allowMissingChecksum: allow)
+        let checkDate = try Self.boolean("check-date", value("check-date")) ?? true
+        self.init(name: name, source: source, priority: priority, staleAfter: stale, allowMissingChecksum: allow, checkDate: checkDate)
     }
 
     static let commonSpeeds: Set<Int> = [4800, 9600, 19200, 38400, 57600, 115200, 230400, 460800, 921600]

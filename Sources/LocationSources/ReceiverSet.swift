@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import LocationCore
 import LocationPosix
 import Synchronization
@@ -38,6 +41,9 @@ public final class ReceiverSet: Sendable {
         var clock: SelectorClock?
         /// The deadline `clock` waits for; nil when it waits for nothing.
         var clockDeadline: ContinuousClock.Instant?
+        /// Each receiver's plausibility rules and history (docs/RECEIVERS.md), made at its first fix and
+        /// forgotten when it disconnects or is replaced.
+        var plausibility: [String: FixPlausibility] = [:]
     }
 
     /// What the set publishes for readers.
@@ -49,11 +55,16 @@ public final class ReceiverSet: Sendable {
 
     private let state: Mutex<State>
     private let published: Mutex<Snapshot>
+    /// The system's UTC time, Unix seconds: the plausibility rules judge dates by it.
+    private let wallClock: @Sendable () -> Double
 
     /// - Parameters:
     ///   - receivers: in configuration order (it breaks priority ties); names unique.
     ///   - minimumFreshness: the least time a valid fix stays fresh for failover (`FixSelector`).
-    public init(_ receivers: [any Receiver], minimumFreshness: Duration = FixSelector.defaultMinimumFreshness) {
+    ///   - wallClock: the system's UTC time, Unix seconds (tests set it; default `CLOCK_REALTIME`).
+    public init(_ receivers: [any Receiver], minimumFreshness: Duration = FixSelector.defaultMinimumFreshness,
+                wallClock: @escaping @Sendable () -> Double = ReceiverSet.systemWallClock) {
+        self.wallClock = wallClock
         let selector = FixSelector(receivers: receivers.map { ($0.name, $0.priority) }, staleAfter: Self.staleAfter(receivers),
                                    minimumFreshness: minimumFreshness)
         state = Mutex(State(receivers: receivers, selector: selector))
@@ -201,15 +212,22 @@ public final class ReceiverSet: Sendable {
             let action: FixSelector.Action
             var status: ReceiverStatus? = nil
             switch event {
-            case .fix(let fix):
+            case .fix(let received):
+                let (vetted, findings) = vet(received, from: name, now: now, in: &s)
+                guard let fix = vetted else {
+                    publish(.none, updating: name) { $0.implausibleFixes += 1 }
+                    return (.none, nil, nil)
+                }
                 action = s.selector.fix(fix, from: name, now: now)
                 publish(action, updating: name) {
+                    if !findings.isEmpty { $0.implausibleFixes += 1 }
                     guard fix.hasPosition else { return }
                     $0.fixes += 1
                     $0.lastFixTime = fix.time
                 }
             case .status(let changed):
                 status = changed
+                if !changed.isConnected { s.plausibility[name] = nil }
                 action = s.selector.connection(name, connected: changed.isConnected, now: now)
                 publish(action, updating: name) {
                     $0.state = changed.state
@@ -229,6 +247,22 @@ public final class ReceiverSet: Sendable {
         guard let handler else { return }
         if let status { handler(.status(status)) }
         if case .publish(let fix) = action { handler(.fix(fix)) }
+    }
+
+    /// The receiver's fix as its plausibility rules leave it (nil: dropped), and what they found.
+    private func vet(_ fix: Fix, from name: String, now: ContinuousClock.Instant, in s: inout State) -> (Fix?, [FixPlausibility.Finding]) {
+        var rules = s.plausibility[name]
+            ?? FixPlausibility(configuration: s.receivers.first { $0.name == name }?.plausibility ?? .init())
+        let result = rules.vet(fix, wallClock: wallClock(), now: now)
+        s.plausibility[name] = rules
+        return result
+    }
+
+    /// `CLOCK_REALTIME`, Unix seconds.
+    public static let systemWallClock: @Sendable () -> Double = {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) * 1e-9
     }
 
     /// Updates the published snapshot: the receiver's status, and the fix when there is one to publish.

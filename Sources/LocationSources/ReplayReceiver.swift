@@ -19,6 +19,8 @@ public final class ReplayReceiver: Receiver, @unchecked Sendable {
     public let name: String
     /// Configured priority: higher wins while it has a valid fix.
     public let priority: Int
+    /// A recording of any year at any pace, looped: the 0,0 and speed rules only.
+    public var plausibility: FixPlausibility.Configuration { .replay }
     /// Configured `stale-after`; nil = 3 cycles (`FixSelector` judges).
     public let staleAfter: Duration?
     private let core: ReceiverCore

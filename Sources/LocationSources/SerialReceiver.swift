@@ -19,6 +19,8 @@ public final class SerialReceiver: Receiver, @unchecked Sendable {
     public let priority: Int
     /// Configured `stale-after`; nil = 3 cycles (`FixSelector` judges).
     public let staleAfter: Duration?
+    /// Every plausibility rule; the date rules only with `check-date` on (docs/RECEIVERS.md).
+    public let plausibility: FixPlausibility.Configuration
     /// The device path.
     let path: String
     /// The configured speed, bit/s; nil = autobaud.
@@ -48,6 +50,7 @@ public final class SerialReceiver: Receiver, @unchecked Sendable {
         self.name = configuration.name
         self.priority = configuration.priority
         self.staleAfter = configuration.staleAfter
+        self.plausibility = FixPlausibility.Configuration(checksDate: configuration.checkDate)
         self.path = path
         self.configuredSpeed = speed
         self.opener = opener

@@ -27,14 +27,14 @@ extension UTCTime {
         var milliseconds = 0
         let end = b.count - 1
         if end > 19 {
-            guard b[19] == UInt8(ascii: "."), end > 20, let fraction = number(20..<end) else { return nil }
-            let digits = end - 20
+            // Only the first three digits are read; the rest must be digits and are dropped. Reading them all
+            // overflowed an Int from the 19th digit and trapped: FuzzWire found a TPV time with 100 crashing
+            // the client library.
+            let kept = min(end, 23)
+            guard b[19] == UInt8(ascii: "."), end > 20, let fraction = number(20..<kept),
+                  b[kept..<end].allSatisfy({ $0 >= 48 && $0 <= 57 }) else { return nil }
             var scaled = fraction
-            if digits < 3 {
-                for _ in digits..<3 { scaled *= 10 }
-            } else {
-                for _ in 3..<digits { scaled /= 10 }
-            }
+            for _ in (kept - 20)..<3 { scaled *= 10 }
             milliseconds = scaled
         }
         self.init(date: date, millisecondsOfDay: ((hour * 60 + minute) * 60 + second) * 1000 + milliseconds)

@@ -11,6 +11,8 @@ public enum ProtocolVersion {
     public static let minor = 4
     /// The largest request line accepted, bytes (newline excluded).
     public static let maximumRequestLength = 16 * 1024
+    /// The largest WATCH `minInterval`, seconds (one day): longer waits are a POLL's or a reconnection's.
+    public static let maximumMinInterval = 86_400.0
 }
 
 /// A client request (docs/PROTOCOL.md "Requests").
@@ -152,8 +154,10 @@ public enum RequestParser {
         case "WATCH":
             let interval = members.minInterval ?? 0
             let distance = members.distanceFilter ?? 0
-            guard interval >= 0, interval.isFinite else {
-                throw RequestError(request: name, message: "minInterval must be a number of seconds ≥ 0")
+            // Bounded: the server keeps it as a `Duration`, whose Int128 attoseconds overflow (a trap) from
+            // about 1.7e20 s; FuzzServer found a WATCH with 188888888888888888888.0 crashing the daemon.
+            guard interval >= 0, interval <= ProtocolVersion.maximumMinInterval else {
+                throw RequestError(request: name, message: "minInterval must be a number of seconds in [0, \(Int(ProtocolVersion.maximumMinInterval))]")
             }
             guard distance >= 0, distance.isFinite else {
                 throw RequestError(request: name, message: "distanceFilter must be a number of metres ≥ 0")

@@ -14,8 +14,8 @@ import LocationCore
 /// and log are kept for the reopen case.
 ///
 /// A date learned from RMC or ZDA carries over to epochs that have none (e.g. GGA-only), rolling over at
-/// midnight. Invalid fixes (RMC/GLL status `V`, GGA quality 0, mode indicator `N`) are delivered as
-/// `FixMode.noFix` without position.
+/// midnight. Invalid fixes (RMC/GLL status `V`, GGA quality 0, mode indicator `N`) and positions of exactly
+/// 0°, 0° are delivered as `FixMode.noFix` without position.
 public struct FixAssembler: Sendable {
     /// Epochs with no timed sentence are delivered after this many sentences, so memory stays bounded.
     public static let maximumSentencesPerEpoch = 64
@@ -169,7 +169,9 @@ public struct FixAssembler: Sendable {
 
         // Validity and mode.
         if sawGSA { lastFixType = fixType; lastDOP = dop } else if dop.isEmpty { dop = lastDOP }
-        let hasPosition = valid == true && latitude != nil && longitude != nil
+        // A position of exactly 0°, 0° is what some modules send, flagged valid, before their first fix
+        // (docs/RECEIVERS.md "Bad receivers"): no position.
+        let hasPosition = valid == true && latitude != nil && longitude != nil && !(latitude == 0 && longitude == 0)
         if fix.altitudeMSL == nil, let a = garminAltitude { fix.altitudeMSL = a }
         if hasPosition {
             fix.latitude = latitude

@@ -112,6 +112,9 @@ struct AbuseTests {
         let daemon = try DaemonProcess(config: E2E.config(policy: "access = ask", clients: E2E.rootSeesAll, rate: "1"),
                                        daemonKeys: "max-clients-per-user = 1000",
                                        launcher: ["prlimit", "--nofile=48:48", "--"])
+        // The warning is logged around the time the socket starts listening: wait for it (slow under sanitizers).
+        let warned = monotonic() + 5
+        while !daemon.log.contains("the open-file limit is below") && monotonic() < warned { usleep(20_000) }
         #expect(daemon.log.contains("the open-file limit is below what max-clients needs"))
         let logBefore = daemon.log.utf8.count
         let attack = try Self.hold(daemon.socketPath, uid: 1, connections: 200, seconds: 4)

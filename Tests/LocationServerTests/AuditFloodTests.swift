@@ -88,7 +88,9 @@ struct AuditFloodTests {
                                    daemon.socketPath, "3"], in: daemon.directory)
         let result = E2E.finish(flood)
         let sent = Int(result.stdout.filter(\.isNumber)) ?? 0
-        #expect(sent > 1000, "\(result)")
+        // A flood: far more than the user's audit budget (AddressSanitizer's daemon answers 2–3× slower:
+        // 257 requests in 3 s there, still 12× the budget).
+        #expect(sent > (Sanitizers.any ? 200 : 1000), "\(result)")
         usleep(300_000)
 
         let audit = try E2E.run([Self.locationctl, "audit", "--json"] + socket, in: daemon.directory)

@@ -195,6 +195,17 @@ struct SocketServerTests {
         #expect(good.message("TPV") != nil)
     }
 
+    @Test("a WATCH with minInterval 188888888888888888888.0 (found by FuzzServer) gets an ERROR; the daemon keeps serving")
+    func hugeMinIntervalEndToEnd() throws {
+        let daemon = try DaemonProcess(config: Self.replay(rate: "20"))
+        let client = try RawClient(daemon.socketPath)
+        #expect(client.message("VERSION") != nil)
+        client.send(#"{"class":"WATCH","enable":true,"minInterval":188888888888888888888.0,"distanceFilter":10}"#)
+        #expect(client.message("ERROR")?["message"]?.string == "minInterval must be a number of seconds in [0, 86400]")
+        client.send(#"{"class":"WATCH","enable":true,"minInterval":1}"#)
+        #expect(client.message("TPV") != nil, "the daemon still serves")
+    }
+
     @Test("SIGTERM: clients are told and the daemon exits 0")
     func termination() throws {
         let daemon = try DaemonProcess(config: Self.replay())

@@ -28,6 +28,18 @@ struct ReceiverConfigurationTests {
         #expect(try Self.make(["type": "gpsd", "server": "[::1]:2947"]).source == .gpsd(host: "::1", port: 2947, device: nil))
     }
 
+    @Test("check-date: on by default, off for a capture fed through a tty; a receiver's rules follow it")
+    func checkDate() throws {
+        let live = try Self.make(["type": "serial", "path": "/dev/ttyACM0"])
+        #expect(live.checkDate)
+        #expect(SerialReceiver(live).plausibility.checksDate)
+        let capture = try Self.make(["type": "serial", "path": "/dev/pts/3", "check-date": "no"])
+        #expect(!capture.checkDate)
+        #expect(!SerialReceiver(capture).plausibility.checksDate)
+        #expect(SerialReceiver(capture).plausibility.checksTime, "time going backwards is still judged")
+        #expect(throws: ConfigurationError.self) { _ = try Self.make(["type": "gpsd", "check-date": "maybe"]) }
+    }
+
     @Test("replay rate and loop")
     func replay() throws {
         #expect(try Self.make(["type": "replay", "file": "/tmp/x.nmea"]).source == .replay(file: "/tmp/x.nmea", rate: 1, loop: false))

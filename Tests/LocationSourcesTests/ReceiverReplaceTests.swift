@@ -12,12 +12,16 @@ final class ScriptedReceiver: Receiver, @unchecked Sendable {
     let priority: Int
     private let state = Mutex<(handler: (@Sendable (ReceiverEvent) -> Void)?, starts: Int, stops: Int)>((nil, 0, 0))
 
-    init(_ name: String, priority: Int = 0) {
+    /// - Parameter plausibility: a script of made-up fixes (any year, any order) gets only the rules a replay
+    ///   gets, unless the test is about the others.
+    init(_ name: String, priority: Int = 0, plausibility: FixPlausibility.Configuration = .replay) {
         self.name = name
         self.priority = priority
+        self.plausibility = plausibility
     }
 
     var status: ReceiverStatus { ReceiverStatus(name: name, type: "scripted", path: "-", priority: priority) }
+    let plausibility: FixPlausibility.Configuration
     var starts: Int { state.withLock { $0.starts } }
     var stops: Int { state.withLock { $0.stops } }
 

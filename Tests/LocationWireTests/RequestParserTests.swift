@@ -165,7 +165,8 @@ struct RequestParserTests {
         (#"{"class":"WATCH","minInterval":1e400}"#, "WATCH", "invalid JSON"),
         (#"{"class":"AUDIT","since":1e-400}"#, "AUDIT", "invalid JSON"),
         // Ranges and values, per class.
-        (#"{"class":"WATCH","minInterval":-1}"#, "WATCH", "minInterval must be a number of seconds ≥ 0"),
+        (#"{"class":"WATCH","minInterval":-1}"#, "WATCH", "minInterval must be a number of seconds in [0, 86400]"),
+        (#"{"class":"WATCH","minInterval":86400.5}"#, "WATCH", "minInterval must be a number of seconds in [0, 86400]"),
         (#"{"class":"WATCH","distanceFilter":-0.5}"#, "WATCH", "distanceFilter must be a number of metres ≥ 0"),
         (#"{"class":"POLL","timeout":0}"#, "POLL", "timeout must be a number of seconds in (0, 300]"),
         (#"{"class":"POLL","timeout":300.5}"#, "POLL", "timeout must be a number of seconds in (0, 300]"),
