@@ -23,6 +23,9 @@ extension DaemonConfiguration {
             if case .gpsd = r.source {} else {
                 s += "allow-missing-checksum = \(r.allowMissingChecksum ? "yes" : "no")\n"
             }
+            if case .replay = r.source {} else {
+                s += "check-date = \(r.checkDate ? "yes" : "no")\n"
+            }
         }
         s += "\n[policy]\naccess = \(policy.access.rawValue)\naccuracy = \(policy.accuracy.rawValue)\n"
         s += "once-lifetime = \(Self.number(policy.onceLifetime))s\nask-timeout = \(Self.number(policy.askTimeout))s\n"

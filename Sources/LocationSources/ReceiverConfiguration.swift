@@ -66,8 +66,8 @@ extension ReceiverConfiguration {
     public static func keys(forType type: String) -> Set<String>? {
         let common: Set<String> = ["type", "priority", "stale-after"]
         switch type {
-        case "serial": return common.union(["path", "speed", "allow-missing-checksum"])
-        case "gpsd": return common.union(["server", "device"])
+        case "serial": return common.union(["path", "speed", "allow-missing-checksum", "check-date"])
+        case "gpsd": return common.union(["server", "device", "check-date"])
         case "replay": return common.union(["file", "rate", "loop", "allow-missing-checksum"])
         default: return nil
         }

@@ -119,6 +119,12 @@ struct ConfigurationTests {
         #expect(rule.purposes == ["TurnByTurn": "Turn-by-turn directions need your exact position."])
     }
 
+    @Test("check-date is a key of serial and gpsd receivers")
+    func checkDateKey() throws {
+        let c = try Self.load("[receiver s]\ntype = serial\npath = /dev/ttyS0\ncheck-date = no\n\n[receiver g]\ntype = gpsd\ncheck-date = no\n")
+        #expect(c.receivers.map(\.checkDate) == [false, false])
+    }
+
     @Test("an executable given through a symbolic link matches the file the kernel names")
     func executableLinkResolved() throws {
         // The kernel's name for this test process's executable, and a link to it.
@@ -146,6 +152,8 @@ struct ConfigurationTests {
         ("[receiver g]\ntype = gpsd\nspeed = 9600\n", 3, "speed", "not a key of a gpsd receiver"),
         ("[receiver r]\ntype = replay\nfile = /x.log\npath = /dev/ttyS0\n", 4, "path", "not a key of a replay receiver"),
         ("[receiver s]\ntype = serial\npath = /dev/ttyS0\nloop = yes\n", 4, "loop", "not a key of a serial receiver"),
+        // A replay never judges dates (docs/RECEIVERS.md): check-date would be ignored there.
+        ("[receiver r]\ntype = replay\nfile = /x.log\ncheck-date = no\n", 4, "check-date", "not a key of a replay receiver"),
         ("[policy]\naccess = sometimes\n", 2, "access", "is not"),
         ("[policy]\nreduced-interval = soon\n", 2, "reduced-interval", "is not"),
         ("[client a]\nexecutable = bin/relative\naccess = always\n", 2, "executable", "absolute"),
