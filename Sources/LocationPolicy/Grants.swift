@@ -168,6 +168,24 @@ public struct GrantSet: Hashable, Sendable, Codable {
         }
         return valid.first { !preapprovals[$0].standing } ?? valid.first
     }
+
+    /// Stores `grant` as its subject's decision: it replaces the subject's earlier decisions — stored
+    /// grants and standing approvals — as a new answer of an agent or administrator does.
+    public mutating func replaceDecision(with grant: PersistentGrant) {
+        removeDecisions(of: grant.subject)
+        persistent.append(grant)
+    }
+
+    /// Stores a standing approval as its subject's decision, replacing the earlier ones (`replaceDecision`).
+    public mutating func replaceDecision(withStanding approval: Preapproval) {
+        removeDecisions(of: approval.subject)
+        preapprovals.append(approval)
+    }
+
+    private mutating func removeDecisions(of subject: GrantSubject) {
+        persistent.removeAll { $0.subject == subject }
+        preapprovals.removeAll { $0.standing && $0.subject == subject }
+    }
 }
 
 /// A grant that lives only as long as its connection, and at most `once-lifetime`: a duration, measured on

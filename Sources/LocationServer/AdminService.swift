@@ -124,17 +124,13 @@ extension ServerState {
                          extra: ServerMessage.Grants(effective: ServerMessage.Grants.Effective(accuracy: effect.accuracy, reason: effect.reason))) {
                 if standing {
                     // A standing approval replaces the subject's stored decisions, as an agent's does.
-                    $0.persistent.removeAll { $0.subject == subject }
-                    $0.preapprovals.removeAll { $0.standing && $0.subject == subject }
-                    $0.preapprovals.append(Preapproval(subject: subject, accuracy: level, created: now.wall, expires: until,
-                                                       standing: true, decidedBy: "administrator \(by)"))
+                    $0.replaceDecision(withStanding: Preapproval(subject: subject, accuracy: level, created: now.wall, expires: until,
+                                                                 standing: true, decidedBy: "administrator \(by)"))
                 } else if kind == .once {
                     $0.preapprovals.append(Preapproval(subject: subject, accuracy: level, created: now.wall, expires: until))
                 } else {
-                    $0.preapprovals.removeAll { $0.standing && $0.subject == subject }
-                    $0.persistent.removeAll { $0.subject == subject }
-                    $0.persistent.append(PersistentGrant(subject: subject, allowed: true, accuracy: level, created: now.wall,
-                                                         expires: until, decidedBy: "administrator \(by)", whenInUse: kind == .whenInUse))
+                    $0.replaceDecision(with: PersistentGrant(subject: subject, allowed: true, accuracy: level, created: now.wall,
+                                                             expires: until, decidedBy: "administrator \(by)", whenInUse: kind == .whenInUse))
                 }
             }
             context.store.record(AuditEvent(event: "grant", identity: identity, request: "GRANT \(kind.rawValue)\(standing ? " standing" : "") \(subject) \(level.rawValue)",

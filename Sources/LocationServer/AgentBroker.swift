@@ -218,19 +218,11 @@ extension ServerState {
             // A decision replaces the subject's earlier ones: stored decisions and standing approvals.
             if let grant = outcome.store, !stored {
                 stored = true
-                changeGrants(reply: nil, request: "ANSWER") {
-                    $0.persistent.removeAll { $0.subject == grant.subject }
-                    $0.preapprovals.removeAll { $0.standing && $0.subject == grant.subject }
-                    $0.persistent.append(grant)
-                }
+                changeGrants(reply: nil, request: "ANSWER") { $0.replaceDecision(with: grant) }
             }
             if let standing = outcome.standing, !stored {
                 stored = true
-                changeGrants(reply: nil, request: "ANSWER") {
-                    $0.persistent.removeAll { $0.subject == standing.subject }
-                    $0.preapprovals.removeAll { $0.standing && $0.subject == standing.subject }
-                    $0.preapprovals.append(standing)
-                }
+                changeGrants(reply: nil, request: "ANSWER") { $0.replaceDecision(withStanding: standing) }
             }
             let state = publisher.authorization(of: client, at: now)
             audit("decision", client, request: pending.request, status: state.status.rawValue, accuracy: state.accuracy?.rawValue,
