@@ -42,7 +42,7 @@ let package = Package(
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
         // Publishing to an MQTT broker for fleets (OwnTracks or TPV), with a store-and-forward spool.
         .target(name: "LocationUplink", dependencies: ["LocationCore", "LocationPolicy", "LocationWire", "CMosquitto"]),
-        .executableTarget(name: "locationd", dependencies: ["LocationServer", "LocationUplink", "LocationWire"]),
+        .executableTarget(name: "locationd", dependencies: ["CPosixShims", "LocationServer", "LocationUplink", "LocationWire"]),
         // The Swift client library for programs that consume location (docs/PROTOCOL.md).
         .target(name: "LocationClient", dependencies: ["LocationWire", "LocationPosix", "LocationCore"]),
         .executableTarget(name: "locationctl", dependencies: ["NMEA", "LocationWire", "LocationCore", "LocationClient"]),

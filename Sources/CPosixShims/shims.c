@@ -2,6 +2,7 @@
 #include "CPosixShims.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -95,4 +96,8 @@ const char *__lsan_default_suppressions(void);
 __attribute__((used, visibility("default")))
 const char *__lsan_default_suppressions(void) {
     return "leak:formWeakReference\nleak:readBytesFromFile\n";
+}
+
+int locationd_set_malloc_arenas(int arenas) {
+    return mallopt(M_ARENA_MAX, arenas);
 }

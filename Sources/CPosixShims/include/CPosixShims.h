@@ -8,6 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/// mallopt(M_ARENA_MAX, arenas): how many malloc arenas glibc may make (one per allocating thread by
+/// default, up to 8 per core). Returns mallopt's result (1 on success).
+int locationd_set_malloc_arenas(int arenas);
+
 /// ioctl(fd, TIOCEXCL): no further open(2) of this tty, except by root. -1 with errno on failure.
 int locationd_tty_set_exclusive(int fd);
 
