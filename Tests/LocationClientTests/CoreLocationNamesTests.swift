@@ -2,16 +2,6 @@ import LocationClient
 import LocationWire
 import Testing
 
-/// Runs `body` with a client connected to a fake server running `script`; checks the server finished.
-private func withFakeDaemon(_ script: @escaping @Sendable (FakePeer) -> Void,
-                            _ body: (LocationClient, FakeServer) async throws -> Void) async throws {
-    let server = try FakeServer(script: script)
-    let client = try await LocationClient.connect(socketPath: server.path)
-    try await body(client, server)
-    client.close()
-    #expect(await server.finished())
-}
-
 /// LocationClient under Core Location's names (issue 14): `requestWhenInUseAuthorization()`,
 /// `requestAlwaysAuthorization()`, `requestTemporaryFullAccuracyAuthorization(withPurposeKey:)`,
 /// `authorizationStatus`, `accuracyAuthorization` — the requests they send and the replies they read.
