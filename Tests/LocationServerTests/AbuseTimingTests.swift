@@ -170,9 +170,12 @@ struct AbuseTimingTests {
                                daemon.socketPath, "60", "900"], in: directory).stdout
         let after = Self.residentKilobytes(daemon.pid)
         #expect(out.contains("too many POLLs waiting"), "\(out)")
-        // Under AddressSanitizer RSS measures its allocator (a quarantine of up to 256 MB, redzones): measured
-        // 37 → 66 MB there; the bound still catches the ~400 MB of the original hole, and LeakSanitizer the leaks.
-        #expect(after - before < (Sanitizers.address ? 100_000 : 10_000), "RSS \(before) kB → \(after) kB")
+        // Under AddressSanitizer RSS measures its allocator, not the daemon: freed blocks wait in a quarantine
+        // of up to 256 MB (measured +29 MB and, with more code on the path, +180 MB there), so no bound below
+        // the original hole's ~400 MB would hold. The plain run checks the bound; LeakSanitizer the leaks.
+        if !Sanitizers.address {
+            #expect(after - before < 10_000, "RSS \(before) kB → \(after) kB")
+        }
         // Another user still polls (the capture has a fix after its first ~2.5 s at 4×).
         usleep(2_000_000)
         let other = try E2E.run(["setpriv", "--reuid=2", "--regid=2", "--clear-groups", "/usr/bin/python3", "-c", E2E.pythonClient,
