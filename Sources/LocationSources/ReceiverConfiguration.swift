@@ -57,9 +57,11 @@ public struct ConfigurationError: Error, Hashable, Sendable, CustomStringConvert
 }
 
 extension ReceiverConfiguration {
-    /// The keys a `[receiver NAME]` section may hold.
-    public static let keys: Set<String> = ["type", "path", "speed", "server", "device", "file", "rate", "loop",
-                                           "priority", "stale-after", "allow-missing-checksum", "check-date"]
+    /// The receiver types (`type =`).
+    public static let types = ["serial", "gpsd", "replay"]
+
+    /// The keys a `[receiver NAME]` section may hold: those of any type.
+    public static let keys: Set<String> = types.reduce(into: []) { $0.formUnion(keys(forType: $1) ?? []) }
 
     /// The keys a receiver of `type` reads (nil: not a type): any other key in its section would be
     /// silently ignored, so the loader refuses it (e.g. `speed` under `type = gpsd`, where gpsd sets it).
