@@ -76,6 +76,15 @@ def storage_daemon(bindir, size, extra=""):
     return Daemon(bindir, directory, config).start(), state
 
 
+def once_watcher(daemon):
+    """A client with a one-time grant (the daemon's `access = once`), streaming."""
+    watcher = Client(daemon.socket)
+    watcher.line()
+    watcher.request({"class": "AUTHORIZE", "authorization": "once"}, "AUTHORIZATION")
+    watcher.request({"class": "WATCH"}, "WATCH")
+    return watcher
+
+
 def fault_state_full(bindir):
     daemon, state = storage_daemon(bindir, "256k")
     ok = True
@@ -85,10 +94,7 @@ def fault_state_full(bindir):
         first = admin.request({"class": "GRANT", "user": "3001", "kind": "persistent", "accuracy": "full"}, "GRANTS")
         path = os.path.join(state, "grants.json")
         before = open(path, "rb").read()
-        watcher = Client(daemon.socket)
-        watcher.line()
-        watcher.request({"class": "AUTHORIZE", "authorization": "once"}, "AUTHORIZATION")
-        watcher.request({"class": "WATCH"}, "WATCH")
+        watcher = once_watcher(daemon)
         filled = fill(state)
         admin.send({"class": "GRANT", "user": "3002", "kind": "persistent", "accuracy": "full"})
         reply = admin.message("ERROR", 10) or {}
@@ -124,10 +130,7 @@ def fault_audit_full(bindir):
         admin.line()
         for i in range(3):
             admin.request({"class": "GRANT", "user": "3001", "kind": "once", "accuracy": "reduced"}, "GRANTS")
-        watcher = Client(daemon.socket)
-        watcher.line()
-        watcher.request({"class": "AUTHORIZE", "authorization": "once"}, "AUTHORIZATION")
-        watcher.request({"class": "WATCH"}, "WATCH")
+        watcher = once_watcher(daemon)
         time.sleep(0.5)
         fill(state)
         t0 = time.monotonic()
