@@ -98,13 +98,6 @@ struct Publisher {
         return state
     }
 
-    /// The accuracy a client may see now; nil when it may see nothing.
-    private mutating func authorizedAccuracy(of id: Int, at now: Moment) -> AccuracyAuthorization? {
-        if let cache = subscribers[id]?.cache, cache.holds(generation: policy.generation, at: now) { return cache.accuracy }
-        _ = authorization(of: id, at: now)
-        return subscribers[id]?.cache.accuracy
-    }
-
     /// An `AUTHORIZATION` delivery when the client's state differs from what it was last told (or `force`).
     mutating func announce(_ id: Int, _ state: AuthorizationState, force: Bool = false) -> Delivery? {
         guard let subscriber = subscribers[id], force || subscriber.announced != state else { return nil }
