@@ -351,34 +351,26 @@ fi
 
 echo
 verdict() { if [ "$1" = 1 ]; then echo met; else echo "NOT met"; fi; }
-for n in $GPSD_CLIENTS; do
-    ours=${result[locationd-$n]:-}
-    theirs=${result[gpsd-$n]:-}
-    [ -n "$ours" ] && [ -n "$theirs" ] || continue
-    awk -v n="$n" -v o50="$(field "$ours" p50_ms)" -v g50="$(field "$theirs" p50_ms)" \
-        -v o99="$(field "$ours" p99_ms)" -v g99="$(field "$theirs" p99_ms)" \
-        -v oc="$(field "$ours" cpu_pct)" -v gc="$(field "$theirs" cpu_pct)" \
-        -v orss="$(field "$ours" rss_kb)" -v grss="$(field "$theirs" rss_kb)" 'BEGIN {
-        printf "%d clients, locationd/gpsd (< 1: locationd better): p50 delay %.2f, p99 delay %.2f, CPU %.2f, RSS %.2f\n",
-            n, o50 / g50, o99 / g99, (gc > 0 ? oc / gc : 0), orss / grss
-        printf "    goals: delay below gpsd'"'"'s (p50 and p99): %s; CPU below gpsd'"'"'s: %s\n",
-            (o50 < g50 && o99 < g99) ? "met" : "NOT met", (oc < gc) ? "met" : "NOT met"
-    }'
-done
-for n in $GPSD_CLIENTS; do
-    ours=${result[locationd-gpsd-$n]:-}
-    theirs=${result[gpsd-$n]:-}
-    [ -n "$ours" ] && [ -n "$theirs" ] || continue
-    awk -v n="$n" -v o50="$(field "$ours" p50_ms)" -v g50="$(field "$theirs" p50_ms)" \
-        -v o99="$(field "$ours" p99_ms)" -v g99="$(field "$theirs" p99_ms)" \
-        -v oc="$(field "$ours" cpu_pct)" -v gc="$(field "$theirs" cpu_pct)" \
-        -v orss="$(field "$ours" rss_kb)" -v grss="$(field "$theirs" rss_kb)" 'BEGIN {
-        printf "%d gpsd clients over TCP, locationd'"'"'s gpsd front/gpsd (< 1: locationd better): p50 delay %.2f, p99 delay %.2f, CPU %.2f, RSS %.2f\n",
-            n, o50 / g50, o99 / g99, (gc > 0 ? oc / gc : 0), orss / grss
-        printf "    goals: delay below gpsd'"'"'s (p50 and p99): %s; CPU below gpsd'"'"'s: %s\n",
-            (o50 < g50 && o99 < g99) ? "met" : "NOT met", (oc < gc) ? "met" : "NOT met"
-    }'
-done
+# compare KIND LABEL: KIND's result at each gpsd client count against gpsd's, as ratios and goals.
+compare() {
+    local kind=$1 label=$2 n ours theirs
+    for n in $GPSD_CLIENTS; do
+        ours=${result[$kind-$n]:-}
+        theirs=${result[gpsd-$n]:-}
+        [ -n "$ours" ] && [ -n "$theirs" ] || continue
+        awk -v n="$n" -v label="$label" -v o50="$(field "$ours" p50_ms)" -v g50="$(field "$theirs" p50_ms)" \
+            -v o99="$(field "$ours" p99_ms)" -v g99="$(field "$theirs" p99_ms)" \
+            -v oc="$(field "$ours" cpu_pct)" -v gc="$(field "$theirs" cpu_pct)" \
+            -v orss="$(field "$ours" rss_kb)" -v grss="$(field "$theirs" rss_kb)" 'BEGIN {
+            printf "%d %s (< 1: locationd better): p50 delay %.2f, p99 delay %.2f, CPU %.2f, RSS %.2f\n",
+                n, label, o50 / g50, o99 / g99, (gc > 0 ? oc / gc : 0), orss / grss
+            printf "    goals: delay below gpsd'"'"'s (p50 and p99): %s; CPU below gpsd'"'"'s: %s\n",
+                (o50 < g50 && o99 < g99) ? "met" : "NOT met", (oc < gc) ? "met" : "NOT met"
+        }'
+    done
+}
+compare locationd "clients, locationd/gpsd"
+compare locationd-gpsd "gpsd clients over TCP, locationd's gpsd front/gpsd"
 big=${result[locationd-1000]:-}
 if [ -n "$big" ]; then
     p99=$(field "$big" p99_ms)
