@@ -12,6 +12,8 @@ let package = Package(
         .library(name: "LocationClient", targets: ["LocationClient"]),
         // For the fuzz targets (Fuzz/Package.swift), which parse configs through the daemon's own code.
         .library(name: "LocationServer", targets: ["LocationServer"]),
+        // For the fuzz package (Fuzz/): its chunking draws from the same seeded generator the tests use.
+        .library(name: "TestSupport", targets: ["TestSupport"]),
         .library(name: "LocationPolicy", targets: ["LocationPolicy"]),
         .executable(name: "locationctl", targets: ["locationctl"]),
     ],

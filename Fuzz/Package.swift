@@ -8,8 +8,8 @@ let package = Package(
     name: "locationd-fuzz",
     dependencies: [.package(name: "locationd", path: "..")],
     targets: [
-        // Chunking and a tiny deterministic PRNG shared by the targets. Standard library only.
-        .target(name: "FuzzSupport", dependencies: ["FuzzMain"]),
+        // Chunking shared by the targets, drawing from the tests' seeded generator (TestSupport's SplitMix64).
+        .target(name: "FuzzSupport", dependencies: ["FuzzMain", .product(name: "TestSupport", package: "locationd")]),
         // The `<Target>_main` symbols SwiftPM's link asks for, each running libFuzzer's driver.
         .target(name: "FuzzMain"),
         // NMEA 0183 bytes → framer → parser → fix assembler, in random chunks; the fixes encoded as clients get them.

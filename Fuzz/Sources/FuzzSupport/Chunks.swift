@@ -1,19 +1,4 @@
-/// A small deterministic generator (SplitMix64, Steele, Lea and Flood, "Fast splittable pseudorandom number
-/// generators", OOPSLA 2014), seeded from the input so that a crash reproduces from its input file alone.
-public struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    /// - Parameter seed: any value; the same seed gives the same sequence.
-    public init(seed: UInt64) { state = seed }
-
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+import TestSupport
 
 /// FNV-1a, 64 bits (Fowler, Noll, Vo): a seed for `SplitMix64` taken from the input bytes.
 public func fnv1a(_ bytes: UnsafeBufferPointer<UInt8>) -> UInt64 {
