@@ -373,7 +373,6 @@ struct Publisher {
             report.reducedDone = true
             if let reduced = fudger.reduce(latest, at: wall) {
                 encoder.appendTPV(reduced, accuracy: "reduced", to: &report.reduced)
-                report.reducedPosition = Position(reduced)
                 report.reducedFix = reduced
             }
         }

@@ -10,7 +10,6 @@ struct ReportCache: Sendable {
     var fullWithSky: [UInt8] = []
     var reducedDone = false
     var fullPosition: Position?
-    var reducedPosition: Position?
     /// The reduced fix itself, for fronts that write other shapes of it than `reduced`'s TPV.
     var reducedFix: Fix?
 
@@ -22,7 +21,6 @@ struct ReportCache: Sendable {
         fullWithSky.removeAll(keepingCapacity: true)
         reducedDone = false
         fullPosition = nil
-        reducedPosition = nil
         reducedFix = nil
     }
 }
