@@ -225,6 +225,12 @@ public struct Fix: Hashable, Sendable {
 
     /// True when the fix carries a usable 2D or 3D position.
     public var hasPosition: Bool { mode.hasPosition && latitude != nil && longitude != nil }
+
+    /// Satellites used, as gpsd's SKY/TPV `uSat` counts them: those of `satellites` marked used, or
+    /// `satellitesUsed` (GGA's count, which stops at 12) when there is no satellite list.
+    public var usedSatelliteCount: Int? {
+        satellites.isEmpty ? satellitesUsed : satellites.reduce(0) { $0 + ($1.used ? 1 : 0) }
+    }
 }
 
 /// Unit conversions used across the project.

@@ -61,8 +61,7 @@ public struct GPSDEncoder {
         writer.field("tdop", fix.dop.time, decimals: 2)
         writer.field("gdop", fix.dop.geometric, decimals: 2)
         writer.field("nSat", fix.satellitesVisible)
-        writer.field("uSat", fix.satellites.isEmpty ? fix.satellitesUsed
-                                                    : fix.satellites.reduce(0) { $0 + ($1.used ? 1 : 0) })
+        writer.field("uSat", fix.usedSatelliteCount)
         if !fix.satellites.isEmpty {
             writer.beginArray("satellites")
             for sat in fix.satellites { writer.satelliteElement(sat) }

@@ -30,13 +30,6 @@ extension ServerMessage {
             self.satellites = satellites
         }
 
-        /// The SKY of `fix`: its satellites and DOPs.
-        public init(_ fix: Fix) {
-            self.init(device: fix.device, time: fix.time, dop: fix.dop, visible: fix.satellitesVisible,
-                      used: fix.satellites.isEmpty ? fix.satellitesUsed : fix.satellites.reduce(0) { $0 + ($1.used ? 1 : 0) },
-                      satellites: fix.satellites)
-        }
-
         /// Appends the line, as `GPSDEncoder.appendSKY` writes it for the daemon.
         func append(to out: inout [UInt8]) {
             var encoder = GPSDEncoder()
