@@ -63,7 +63,7 @@ public final class ReceiverSet: Sendable {
     ///   - minimumFreshness: the least time a valid fix stays fresh for failover (`FixSelector`).
     ///   - wallClock: the system's UTC time, Unix seconds (tests set it; default `CLOCK_REALTIME`).
     public init(_ receivers: [any Receiver], minimumFreshness: Duration = FixSelector.defaultMinimumFreshness,
-                wallClock: @escaping @Sendable () -> Double = ReceiverSet.systemWallClock) {
+                wallClock: @escaping @Sendable () -> Double = { wallClockSeconds() }) {
         self.wallClock = wallClock
         let selector = FixSelector(receivers: receivers.map { ($0.name, $0.priority) }, staleAfter: Self.staleAfter(receivers),
                                    minimumFreshness: minimumFreshness)
@@ -164,8 +164,17 @@ public final class ReceiverSet: Sendable {
             change.removed = old.map(\.name).filter { !newNames.contains($0) }
             let toStop = old.filter { !newNames.contains($0.name) || change.replaced.contains($0.name) }
             s.receivers = newReceivers
-            for name in change.removed { s.tokens[name] = nil }
-            for receiver in toStart { s.tokens[receiver.name] = nil }
+            for name in change.removed {
+                s.tokens[name] = nil
+                s.plausibility[name] = nil
+            }
+            // A receiver started anew (added, or replaced with new settings such as check-date) starts its
+            // plausibility history and rules afresh: the old receiver's disconnect status is never seen
+            // (its token is retired), so it would not be cleared otherwise.
+            for receiver in toStart {
+                s.tokens[receiver.name] = nil
+                s.plausibility[receiver.name] = nil
+            }
             let running = s.handler != nil
             let started = running ? toStart.map { (receiver: $0, token: Self.issueToken(for: $0.name, in: &s)) } : []
             let action = s.selector.replaceReceivers(newReceivers.map { ($0.name, $0.priority) }, staleAfter: Self.staleAfter(newReceivers),
@@ -256,13 +265,6 @@ public final class ReceiverSet: Sendable {
         let result = rules.vet(fix, wallClock: wallClock(), now: now)
         s.plausibility[name] = rules
         return result
-    }
-
-    /// `CLOCK_REALTIME`, Unix seconds.
-    public static let systemWallClock: @Sendable () -> Double = {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) * 1e-9
     }
 
     /// Updates the published snapshot: the receiver's status, and the fix when there is one to publish.

@@ -188,4 +188,22 @@ struct FixPlausibilityTests {
         #expect(fixes.filter(\.hasPosition).map(\.time) != [first.time, second.time], "the dates were corrected")
         #expect(set.statuses.first?.implausibleFixes == 4, "0,0, two corrected dates, one stale epoch")
     }
+
+    @Test("a receiver replaced on reload (check-date turned off) starts with its own rules, not the old receiver's")
+    func replacedReceiverStartsAfresh() throws {
+        let checking = ScriptedReceiver("gnss0", plausibility: .init(earliestDate: CivilDate(year: 2019, month: 1, day: 1)!))
+        let set = ReceiverSet([checking], wallClock: { 1_554_595_380 })
+        let published = Mutex<[Fix]>([])
+        set.start { event in if case .fix(let fix) = event { published.withLock { $0.append(fix) } } }
+        defer { set.stop() }
+        // The capture's dated fix, 1999-08-22 (a GPS week rollover): the checking receiver corrects it.
+        let dated = try #require(TestCaptures.decode(TestCaptures.receiverBytes("april6_2019.log")).filter(\.hasPosition).last)
+        checking.send(dated)
+        #expect(published.withLock { $0.last?.time?.date } == CivilDate(year: 2019, month: 4, day: 7)!)
+        // `check-date = no`: a new receiver of the same name, whose fixes keep the date they carry.
+        let trusting = ScriptedReceiver("gnss0", plausibility: .init(checksDate: false))
+        _ = set.replaceReceivers([trusting])
+        trusting.send(dated)
+        #expect(published.withLock { $0.last?.time } == dated.time, "the replaced receiver's rules no longer apply")
+    }
 }
