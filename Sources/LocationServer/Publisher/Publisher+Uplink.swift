@@ -82,7 +82,7 @@ extension Publisher {
     mutating func publishUplinks(at now: Moment, into out: inout [Delivery]) -> [UplinkHandOff] {
         guard !uplinks.entries.isEmpty, !uplinks.sharing.isPaused(at: now.wall), let latest, latest.hasPosition else { return [] }
         var handOffs: [UplinkHandOff] = []
-        let interval = Duration.seconds(policy.rules.defaults.reducedInterval)
+        let interval = reducedInterval
         let key = ReducedPacing.Key(uid: 0)
         for index in uplinks.entries.indices {
             let accuracy = uplinks.entries[index].subscription.accuracy

@@ -32,7 +32,7 @@ struct Publisher {
 
     /// How often reduced accuracy may be reported (the rules' `reduced-interval`), converted once: a
     /// `Duration` made from a `Double` costs 128-bit arithmetic, and pacing reads it per client and fix.
-    private var reducedInterval: Duration
+    private(set) var reducedInterval: Duration
 
     init(policy: PolicyState, fudger: LocationFudger) {
         self.policy = policy
