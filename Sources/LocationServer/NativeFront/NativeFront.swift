@@ -148,9 +148,11 @@ public final class NativeFront: Sendable {
     /// The sharing switch's group (`share-group`) and state file; the state kept there is put in force.
     public func configureSharing(group: String?, stateFile: String) {
         let kept = readSharingFile(stateFile)
-        state.withLock { s in
+        let now = Moment.now()
+        withState { s in
             s.publisher.uplinks.settings = SharingSettings(group: group, path: stateFile)
             s.publisher.uplinks.sharing = kept
+            s.armPauseEnd(at: now.wall)
         }
     }
 

@@ -64,11 +64,12 @@ extension ServerState {
         send(id, shareReply(at: now.wall))
     }
 
-    /// Puts `state` in force, tells the uplinks, and writes the state file.
+    /// Puts `state` in force, tells the uplinks, arms the end of a timed pause, and writes the state file.
     mutating func setSharing(_ state: SharingState, at wall: Double) {
         publisher.uplinks.sharing = state
         let paused = state.isPaused(at: wall)
         for uplink in publisher.uplinks.entries { uplink.sharingSink?(!paused) }
+        armPauseEnd(at: wall)
         guard let path = publisher.uplinks.settings.path else { return }
         // Written before the reply, in this turn: a switch turned off must hold across a crash right
         // after `locationctl share off` returned. A few bytes and two fsyncs, on a rare request.
@@ -76,10 +77,20 @@ extension ServerState {
         sharingWrites.sync { writeSharingFile(path, text) }
     }
 
-    /// A timed pause ended (seen at a fix): sharing is on again, and the file says so.
-    mutating func resumeIfPauseEnded(at wall: Double) {
-        guard let until = publisher.uplinks.sharing.pausedUntil, wall >= until else { return }
-        setSharing(SharingState(), at: wall)
+    /// Arms the timer that ends the timed pause in force, if any (`ServerEvent.sharingPauseEnds`).
+    mutating func armPauseEnd(at wall: Double) {
+        guard let until = publisher.uplinks.sharing.pausedUntil, until.isFinite, until > wall else { return }
+        effects.append(.schedule(.sharingPauseEnds, after: .milliseconds(Int64(((until - wall) * 1000).rounded(.up)))))
+    }
+
+    /// A timed pause's timer fired: once its end has come (by the wall clock its date is on), sharing is
+    /// on again and the uplinks are told. The file needs no writing: its `off-until` reads as on from then.
+    /// Early (the wall clock was set back, or a later pause replaced this one), it waits again.
+    mutating func pauseMayHaveEnded(at wall: Double) {
+        guard let until = publisher.uplinks.sharing.pausedUntil, until.isFinite else { return }
+        guard wall >= until else { return armPauseEnd(at: wall) }
+        publisher.uplinks.sharing = SharingState()
+        for uplink in publisher.uplinks.entries { uplink.sharingSink?(true) }
         context.log.notice("sharing on: the pause ended")
     }
 

@@ -36,6 +36,8 @@ enum ServerEvent: Sendable {
     case onceExpiries
     /// The stuck-reader sweep.
     case sweep
+    /// A timed sharing pause may have ended (`armPauseEnd`).
+    case sharingPauseEnds
     /// The accept back-off is over.
     case resumeAccepting
     /// The grant store was written (nil) or not (the error); `admin` waits for the reply to `request`,
@@ -237,7 +239,6 @@ struct ServerState {
         if gpsdFront.enabled { gpsdFront.observe(fix) }
         var out = deliveries
         publisher.publish(fix, at: now, into: &out)
-        if publisher.uplinks.sharing.pausedUntil != nil { resumeIfPauseEnded(at: now.wall) }
         let uplinkReports = publisher.publishUplinks(at: now, into: &out)
         deliver(out, at: now.wall)
         for report in uplinkReports { report.sink(report.fix, report.accuracy) }
@@ -306,6 +307,8 @@ struct ServerState {
             checkOnceExpiries(at: now)
         case .sweep:
             sweepStuckClients(now: now.monotonic)
+        case .sharingPauseEnds:
+            pauseMayHaveEnded(at: now.wall)
         case .resumeAccepting:
             accepting.resume()
             for i in gpsdFront.accepting.indices { gpsdFront.accepting[i].resume() }
