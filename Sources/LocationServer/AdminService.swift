@@ -81,8 +81,7 @@ enum AdminService {
             once: once.compactMap { client in
                 guard let grant = client.session.once, grant.holds(at: now) else { return nil }
                 // When it ends as the wall clock reads now: the lifetime runs on the monotonic clock.
-                let left = grant.ends - now.monotonic
-                let ends = now.wall + Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18
+                let ends = now.wall + (grant.ends - now.monotonic).inSeconds
                 return ServerMessage.Grants.OneTime(
                     pid: Int(client.identity.pid), uid: Int(client.identity.uid), executable: client.identity.executable,
                     unit: client.identity.unit,

@@ -1,4 +1,5 @@
 import LocationCore
+import LocationPosix
 
 /// What a live receiver's fix must look like before it is published: a receiver can send valid-looking
 /// fixes that are not (docs/RECEIVERS.md "Bad receivers" gives each rule, why, and the tests).
@@ -175,8 +176,7 @@ public struct FixPlausibility: Sendable {
         if let t1 = b.time, let t0 = a.time, let dt = t1.seconds(since: t0), dt > 0 {
             seconds = dt
         } else {
-            let elapsed = (b.at - a.at).components
-            seconds = Double(elapsed.seconds) + Double(elapsed.attoseconds) * 1e-18
+            seconds = (b.at - a.at).inSeconds
         }
         seconds = max(seconds, 0)
         guard meters > maximum * seconds + jumpSlackMeters else { return nil }

@@ -31,10 +31,10 @@ enum ShareCommand {
                 guard let path = words.popFirst() else { return usage("--socket needs a path") }
                 socketPath = path
             case "--for":
-                guard let text = words.popFirst(), let duration = DurationText.parse(text), duration > .zero else {
+                guard let text = words.popFirst(), let seconds = parseDuration(text), seconds > 0 else {
                     return usage("--for needs a duration (e.g. 30min, 2h)")
                 }
-                forSeconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+                forSeconds = seconds
             case "on", "off", "status" where action == nil:
                 action = word
             default:
