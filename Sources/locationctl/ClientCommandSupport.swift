@@ -355,8 +355,8 @@ extension String {
 // MARK: - Tables
 
 /// Renders `rows` (the first is the header) as columns two spaces apart; `rightAligned` columns are
-/// padded on the left; the last column is not padded.
-func renderTable(_ rows: [[String]], rightAligned: Set<Int> = []) -> String {
+/// padded on the left; the last column is not padded. `notes[i]` is printed under row `i` (`  └ note`).
+func renderTable(_ rows: [[String]], rightAligned: Set<Int> = [], notes: [Int: String] = [:]) -> String {
     // Cells come from the daemon, and some from clients (an executable path, a unit): control and
     // format characters are shown as escapes, so that none can forge a row or drive the terminal.
     let rows = rows.map { $0.map { String(DisplayText.escaped($0)) } }
@@ -366,7 +366,7 @@ func renderTable(_ rows: [[String]], rightAligned: Set<Int> = []) -> String {
         for (column, cell) in row.enumerated() { widths[column] = max(widths[column], cell.count) }
     }
     var text = ""
-    for row in rows {
+    for (index, row) in rows.enumerated() {
         var cells: [String] = []
         for (column, cell) in row.enumerated() {
             let padding = String(repeating: " ", count: widths[column] - cell.count)
@@ -377,6 +377,7 @@ func renderTable(_ rows: [[String]], rightAligned: Set<Int> = []) -> String {
             }
         }
         text += cells.joined(separator: "  ") + "\n"
+        if let note = notes[index] { text += "  └ \(DisplayText.escaped(note))\n" }
     }
     return text
 }

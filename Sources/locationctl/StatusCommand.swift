@@ -65,25 +65,7 @@ enum StatusCommand {
                          receiver.errors.map(String.init) ?? "-",
                          humanTime(receiver.lastFixTime), source])
         }
-        let rightAligned: Set<Int> = [3, 4, 5, 6]
-        var widths = [Int](repeating: 0, count: rows[0].count)
-        for row in rows {
-            for (column, cell) in row.enumerated() { widths[column] = max(widths[column], cell.count) }
-        }
-        for (index, row) in rows.enumerated() {
-            var cells: [String] = []
-            for (column, cell) in row.enumerated() {
-                let padding = String(repeating: " ", count: widths[column] - cell.count)
-                if column == row.count - 1 {
-                    cells.append(cell)
-                } else {
-                    cells.append(rightAligned.contains(column) ? padding + cell : cell + padding)
-                }
-            }
-            text += cells.joined(separator: "  ") + "\n"
-            if let reason = reasons[index] { text += "  └ \(reason)\n" }
-        }
-        return text
+        return text + renderTable(rows, rightAligned: [3, 4, 5, 6], notes: reasons)
     }
 
     /// The fleet uplinks (root and the admin group see them): one row each, the reason below a row.
@@ -91,16 +73,8 @@ enum StatusCommand {
         guard !uplinks.isEmpty else { return "" }
         var rows = [["UPLINK", "STATE", "ACCURACY", "SPOOLED", "SENT", "DROPPED", "BROKER"]]
         rows += uplinks.map { [$0.name, $0.state, $0.accuracy, String($0.spooled), String($0.sent), String($0.dropped), "\($0.broker) \($0.topic)"] }
-        var widths = [Int](repeating: 0, count: rows[0].count)
-        for row in rows { for (column, cell) in row.enumerated() { widths[column] = max(widths[column], cell.count) } }
-        var text = ""
-        for (index, row) in rows.enumerated() {
-            let cells = row.enumerated().map { column, cell in
-                column == row.count - 1 ? cell : cell + String(repeating: " ", count: widths[column] - cell.count)
-            }
-            text += cells.joined(separator: "  ") + "\n"
-            if index > 0, let reason = uplinks[index - 1].reason { text += "  └ \(reason)\n" }
-        }
-        return text
+        var notes: [Int: String] = [:]
+        for (index, uplink) in uplinks.enumerated() { notes[index + 1] = uplink.reason }
+        return renderTable(rows, notes: notes)
     }
 }
