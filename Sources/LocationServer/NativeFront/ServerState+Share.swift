@@ -1,9 +1,9 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Dispatch
 import LocationCore
 import LocationPolicy
+import LocationPosix
 import LocationWire
 
 /// The sharing switch of the uplinks (issue 17): the person on board pauses what leaves the machine.
@@ -38,9 +38,6 @@ struct SharingSettings {
     var path: String?
 }
 
-/// Serializes writes of the sharing state file.
-let sharingWrites = DispatchQueue(label: "locationd.sharing")
-
 extension ServerState {
     /// SHARE: the sharing switch. Root, the admin group and the `share-group` may turn it or ask; others
     /// get an ERROR. A change takes effect before the next fix, is audited and logged, and kept in the
@@ -74,7 +71,7 @@ extension ServerState {
         // Written before the reply, in this turn: a switch turned off must hold across a crash right
         // after `locationctl share off` returned. A few bytes and two fsyncs, on a rare request.
         let text = state.fileText
-        sharingWrites.sync { writeSharingFile(path, text) }
+        writeSharingFile(path, text)
     }
 
     /// Arms the timer that ends the timed pause in force, if any (`ServerEvent.sharingPauseEnds`).
@@ -108,36 +105,26 @@ extension ServerState {
     }
 }
 
-/// Replaces the sharing file atomically (temporary file, fsync, rename, fsync of the directory), or
-/// removes it when sharing is on; a failure is left for the next change (the switch holds in memory).
+/// Replaces the sharing file atomically (`GrantStore.writeAtomically`: temporary file, fsync, rename,
+/// fsync of the directory, through the syscall funnel), or removes it when sharing is on; a failure is
+/// left for the next change (the switch holds in memory).
 func writeSharingFile(_ path: String, _ text: String?) {
-    let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
-    if let text {
-        let temporary = path + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return }
-        let bytes = Array(text.utf8)
-        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        let synced = fsync(fd) == 0
-        close(fd)
-        guard written == bytes.count, synced, rename(temporary, path) == 0 else { return }
-    } else if unlink(path) != 0 {
+    guard let text else {
+        guard case .success = FileDescriptorOps.unlink(path) else { return }
+        let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
+        if let directoryFile = try? OwnedFileDescriptor(opening: directory, flags: O_RDONLY | O_DIRECTORY) {
+            _ = FileDescriptorOps.fsync(directoryFile.rawValue)
+        }
         return
     }
-    let dfd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-    if dfd >= 0 {
-        fsync(dfd)
-        close(dfd)
-    }
+    try? GrantStore.writeAtomically(path: path, bytes: Array(text.utf8))
 }
 
-/// Reads the sharing file at start: absent → sharing.
+/// Reads the sharing file at start: absent → sharing; unreadable → paused (fail closed).
 func readSharingFile(_ path: String) -> SharingState {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { return errno == ENOENT ? SharingState() : SharingState(pausedUntil: .infinity) }
-    defer { close(fd) }
-    var buffer = [UInt8](repeating: 0, count: 256)
-    let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-    guard n >= 0 else { return SharingState(pausedUntil: .infinity) }
-    return SharingState(fileText: String(decoding: buffer.prefix(n), as: UTF8.self))
+    switch FileDescriptorOps.readFile(atPath: path, maximumBytes: 256) {
+    case .success(let bytes): return SharingState(fileText: String(decoding: bytes, as: UTF8.self))
+    case .failure(.noSuchFileOrDirectory): return SharingState()
+    case .failure: return SharingState(pausedUntil: .infinity)
+    }
 }
