@@ -36,6 +36,13 @@ extension ClientIdentity {
     /// Reads the identity of the peer of the accepted TCP socket `fd`.
     /// - Throws: `TCPPeerRefusal` when it cannot be identified; the front then closes the connection.
     public static func ofTCPPeer(socket fd: Int32) throws(TCPPeerRefusal) -> ClientIdentity {
+        try ofTCPPeer(socket: fd, owner: tcpPeerOwner(socket: fd))
+    }
+
+    /// The owner uid and inode of the peer's socket, from the kernel's socket table (one sock_diag query:
+    /// cheap, unlike finding the process, which reads every descriptor of that user's processes).
+    /// - Throws: `TCPPeerRefusal` when the peer is not on loopback or not in the table.
+    public static func tcpPeerOwner(socket fd: Int32) throws(TCPPeerRefusal) -> (uid: UInt32, inode: UInt64) {
         let ours: TCPAddress, peer: TCPAddress
         switch (TCPAddress.of(socket: fd, peer: false), TCPAddress.of(socket: fd, peer: true)) {
         case (.success(let o), .success(let p)): (ours, peer) = (o, p)
@@ -43,6 +50,12 @@ extension ClientIdentity {
         }
         guard peer.isLoopback else { throw .notLoopback(peer.description) }
         guard let owner = PeerProcess.tcpSocketOwner(peer: peer, ours: ours) else { throw .noSocketOwner }
+        return owner
+    }
+
+    /// The identity of the peer whose socket `owner` (`tcpPeerOwner`) is.
+    /// - Throws: `TCPPeerRefusal` when no process, or processes of different programs, hold it.
+    public static func ofTCPPeer(socket fd: Int32, owner: (uid: UInt32, inode: UInt64)) throws(TCPPeerRefusal) -> ClientIdentity {
         let holders = PeerProcess.processes(holdingSocket: owner.inode, uid: owner.uid)
         guard let pid = holders.first else { throw .noProcess }
         guard case .success(let pidfd) = PeerProcess.pin(pid) else { throw .exited }

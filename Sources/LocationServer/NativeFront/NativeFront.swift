@@ -231,8 +231,20 @@ public final class NativeFront: Sendable {
         while true {
             switch listener.accept() {
             case .success(let fd):
-                withState { $0.acceptSucceeded() }
-                identityQueue.async { [weak self] in self?.identify(fd) }
+                let uid = try? PeerCredentials(socket: fd).uid
+                var waits = false
+                withState { s in
+                    s.acceptSucceeded()
+                    waits = s.pending.begin(uid)
+                }
+                guard waits else {
+                    refuseUnidentified(fd, uid: uid, gpsd: false)
+                    continue
+                }
+                identityQueue.async { [weak self] in
+                    self?.identify(fd)
+                    self?.withState { $0.pending.end(uid) }
+                }
             case .failure(.wouldBlock):
                 return
             case .failure(let e):
@@ -251,8 +263,21 @@ public final class NativeFront: Sendable {
         while true {
             switch gpsdListeners[index].accept() {
             case .success(let fd):
-                withState { $0.acceptSucceeded(gpsdListener: index) }
-                identityQueue.async { [weak self] in self?.identifyGpsd(fd) }
+                let owner = Result { () throws(TCPPeerRefusal) in try ClientIdentity.tcpPeerOwner(socket: fd) }
+                let uid = try? owner.get().uid
+                var waits = false
+                withState { s in
+                    s.acceptSucceeded(gpsdListener: index)
+                    waits = s.pending.begin(uid)
+                }
+                guard waits else {
+                    refuseUnidentified(fd, uid: uid, gpsd: true)
+                    continue
+                }
+                identityQueue.async { [weak self] in
+                    self?.identifyGpsd(fd, owner: owner)
+                    self?.withState { $0.pending.end(uid) }
+                }
             case .failure(.wouldBlock):
                 return
             case .failure(let e):
@@ -265,10 +290,10 @@ public final class NativeFront: Sendable {
 
     /// A gpsd client's identity from the kernel; one that cannot be identified (not on loopback, no
     /// process found, ambiguous) is closed without a byte.
-    private func identifyGpsd(_ fd: Int32) {
+    private func identifyGpsd(_ fd: Int32, owner: Result<(uid: UInt32, inode: UInt64), TCPPeerRefusal>) {
         let identity: ClientIdentity
         do {
-            identity = try ClientIdentity.ofTCPPeer(socket: fd)
+            identity = try ClientIdentity.ofTCPPeer(socket: fd, owner: owner.get())
         } catch {
             log.client(.warning, "gpsd client refused: not identified", uid: nil, ["reason": error.description])
             FileDescriptorOps.close(fd)
@@ -280,6 +305,17 @@ public final class NativeFront: Sendable {
             $0.noteUsers([(uid: identity.uid, inUse: inUse)], at: now)
             _ = $0.admit(fd, identity: identity, gpsd: true, at: now)
         }
+    }
+
+    /// A connection beyond `PendingIdentifications`' bounds: told why (the native protocol's ERROR, gpsd's
+    /// ERROR) and closed at once, so that it holds no descriptor and no place on the identity queue.
+    private func refuseUnidentified(_ fd: Int32, uid: UInt32?, gpsd: Bool) {
+        let why = "too many connections of this user waiting to be identified; try again"
+        var refusal: [UInt8] = []
+        if gpsd { GpsdResponses.appendError(why, to: &refusal) } else { refusal = ServerMessage.error(request: "?", message: why) }
+        _ = refusal.withUnsafeBytes { sendNoSignal(fd, $0) }
+        FileDescriptorOps.close(fd)
+        log.client(.warning, "client refused", uid: uid, ["client.uid": uid.map(String.init) ?? "?", "reason": why])
     }
 
     /// Reads a new client's identity from the kernel (off the fan-out queue), then admits it.

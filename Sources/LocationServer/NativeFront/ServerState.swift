@@ -60,6 +60,8 @@ struct ServerState {
     private(set) var stopped = false
     /// The listening socket's source and its back-off.
     var accepting = AcceptThrottle()
+    /// Connections of both fronts accepted and waiting to be identified.
+    var pending = PendingIdentifications()
     /// Connections per user, for `maxClientsPerUser`.
     private var connectionsPerUser: [UInt32: Int] = [:]
     private var sweeping = false

@@ -1,0 +1,74 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import LocationServer
+import Testing
+
+/// Connections waiting to be identified are bounded per user (`PendingIdentifications`). Found by a
+/// helper attacking the daemon as uid 1: thousands of gpsd-front connections from processes holding
+/// thousands of descriptors each (identifying a TCP peer reads every descriptor of its user's processes)
+/// held the one identity queue, and another user's Unix-socket greeting took 37 s.
+@Suite("The identity queue under a connection flood", .serialized)
+struct IdentityQueueTests {
+    typealias E2E = PolicyEndToEndTests
+
+    /// As argv[3]: forks 4 processes holding 19 500 descriptors each, then opens argv[2] non-blocking
+    /// connections to 127.0.0.1:argv[1] and holds them for argv[3] seconds.
+    static let flood = """
+        import os, resource, socket, sys, time
+        port, n, hold = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+        resource.setrlimit(resource.RLIMIT_NOFILE, (20000, 20000))
+        kids = []
+        for i in range(4):
+            pid = os.fork()
+            if pid == 0:
+                fd = os.open("/dev/null", os.O_RDONLY)
+                fds = [os.dup(fd) for _ in range(19500)]
+                time.sleep(hold + 5)
+                os._exit(0)
+            kids.append(pid)
+        time.sleep(2)
+        conns = []
+        for i in range(n):
+            s = socket.socket()
+            s.setblocking(False)
+            try:
+                s.connect(("127.0.0.1", port))
+            except BlockingIOError:
+                pass
+            conns.append(s)
+        print("opened", len(conns), flush=True)
+        time.sleep(hold)
+        for k in kids: os.kill(k, 9)
+        """
+
+    /// Connects to argv[1] and prints how long the greeting took, in seconds.
+    static let greeting = """
+        import socket, sys, time
+        t = time.time()
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(sys.argv[1])
+        s.settimeout(60)
+        d = s.recv(1000)
+        print("%.2f %s" % (time.time() - t, d[:20].decode(errors="replace")))
+        """
+
+    @Test("one user flooding the gpsd front from fd-heavy processes: another user's greeting still comes at once")
+    func floodDoesNotStarveOthers() throws {
+        let port = try GpsdFrontEndToEndTests.freePort()
+        let daemon = try GpsdFrontEndToEndTests.daemon(port: port, policy: "access = ask")
+        defer { daemon.stop() }
+        let directory = String(daemon.socketPath[..<daemon.socketPath.lastIndex(of: "/")!])
+        chmod(directory, 0o755)
+        let flood = try E2E.start(["setpriv", "--reuid=1", "--regid=1", "--clear-groups", "/usr/bin/python3", "-c", Self.flood,
+                                   String(port), "300", "12"], in: directory)
+        usleep(4_000_000)
+        let victim = try E2E.run(["setpriv", "--reuid=2", "--regid=2", "--clear-groups", "/usr/bin/python3", "-c", Self.greeting,
+                                  daemon.socketPath], in: directory).stdout
+        let seconds = Double(victim.split(separator: " ").first ?? "") ?? 99
+        // Before the bound: 37 s. Now the victim waits behind at most 8 of the attacker's identifications.
+        #expect(seconds < 5 && victim.contains("VERSION"), "\(victim)")
+        _ = E2E.finish(flood)
+        #expect(daemon.log.contains("waiting to be identified"), "the flood's extra connections were refused")
+    }
+}
