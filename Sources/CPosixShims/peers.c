@@ -8,7 +8,9 @@
 #include <errno.h>
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <linux/sock_diag.h>
+#include <linux/unix_diag.h>
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -65,6 +67,53 @@ int locationd_tcp_socket_owner(int family, const uint8_t *source, uint16_t sourc
             *uid = found->idiag_uid;
             *inode = found->idiag_inode;
             return 0;
+        }
+    }
+    errno = ENOENT;
+    return -1;
+}
+
+int locationd_unix_peer_inode(uint64_t inode, uint64_t *peer_inode) {
+    int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+    if (fd < 0) return -1;
+    struct {
+        struct nlmsghdr header;
+        struct unix_diag_req request;
+    } message;
+    memset(&message, 0, sizeof message);
+    message.header.nlmsg_len = sizeof message;
+    message.header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+    message.header.nlmsg_flags = NLM_F_REQUEST;
+    message.request.sdiag_family = AF_UNIX;
+    message.request.udiag_states = ~0U;
+    message.request.udiag_ino = (uint32_t)inode;
+    message.request.udiag_show = UDIAG_SHOW_PEER;
+    message.request.udiag_cookie[0] = INET_DIAG_NOCOOKIE;
+    message.request.udiag_cookie[1] = INET_DIAG_NOCOOKIE;
+    struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
+    if (sendto(fd, &message, sizeof message, 0, (struct sockaddr *)&kernel, sizeof kernel) < 0) {
+        int saved = errno; close(fd); errno = saved; return -1;
+    }
+    union { struct nlmsghdr header; char bytes[8192]; } reply;
+    ssize_t n;
+    do { n = recv(fd, &reply, sizeof reply, 0); } while (n < 0 && errno == EINTR);
+    int saved = errno;
+    close(fd);
+    if (n < 0) { errno = saved; return -1; }
+    for (struct nlmsghdr *h = &reply.header; NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
+        if (h->nlmsg_type == NLMSG_ERROR) {
+            struct nlmsgerr *error = NLMSG_DATA(h);
+            errno = error->error ? -error->error : ENOENT;
+            return -1;
+        }
+        if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY) continue;
+        struct unix_diag_msg *found = NLMSG_DATA(h);
+        int remaining = (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof *found));
+        for (struct rtattr *a = (struct rtattr *)(found + 1); RTA_OK(a, remaining); a = RTA_NEXT(a, remaining)) {
+            if (a->rta_type == UNIX_DIAG_PEER) {
+                *peer_inode = *(uint32_t *)RTA_DATA(a);
+                return 0;
+            }
         }
     }
     errno = ENOENT;

@@ -95,6 +95,12 @@ public enum FileDescriptorOps {
         funnel(.mkdir) { mkdir(path, mode) }.map { _ in () }
     }
 
+    /// fstat(2): the inode of an open descriptor.
+    public static func inode(of fd: Int32) -> Result<UInt64, Errno> {
+        var st = stat()
+        return funnel(.stat) { fstat(fd, &st) }.map { _ in UInt64(st.st_ino) }
+    }
+
     /// The names in a directory, "." and ".." left out (opendir(3)/readdir(3); the open goes through the
     /// funnel as `open`).
     public static func directoryEntries(atPath path: String) -> Result<[String], Errno> {

@@ -31,6 +31,15 @@ public enum PeerProcess {
         return events == 0
     }
 
+    /// The inode of the socket at the other end of the connected Unix socket `socket` (sock_diag with
+    /// UDIAG_SHOW_PEER); nil when the kernel does not say.
+    public static func unixPeerInode(of socket: Int32) -> UInt64? {
+        guard case .success(let ours) = FileDescriptorOps.inode(of: socket) else { return nil }
+        var peer: UInt64 = 0
+        guard locationd_unix_peer_inode(ours, &peer) == 0 else { return nil }
+        return peer
+    }
+
     /// Whether process `pid` has a descriptor open on the socket with inode `inode`: its /proc/PID/fd links
     /// read `socket:[INODE]`, or, where that directory may not be read, its /proc/PID/fdinfo entries say
     /// `mnt_id` sockfs and `ino` INODE.

@@ -22,8 +22,13 @@ extension ClientIdentity {
     public static func ofPeer(socket fd: Int32, kernelPidFD: Bool = true) throws(Errno) -> ClientIdentity {
         let credentials = try PeerCredentials(socket: fd)
         let pidfd = try pin(peerOf: fd, pid: credentials.pid, kernelPidFD: kernelPidFD)
-        let executable = verifiedExecutable(pid: credentials.pid)
-        let unit = systemdUnit(pid: credentials.pid)
+        var executable = verifiedExecutable(pid: credentials.pid)
+        var unit = systemdUnit(pid: credentials.pid)
+        if !soleProgram(holding: fd, pid: credentials.pid, uid: credentials.uid, executable: executable, unit: unit) {
+            // Another program can read and write this connection: it is known by its user alone.
+            executable = nil
+            unit = nil
+        }
         // The process the pidfd pins must still be alive after we read /proc: else the pid may have been
         // reused between the pin and the read.
         guard PeerProcess.isRunning(pidfd) else { throw .noSuchProcess }
@@ -31,6 +36,21 @@ extension ClientIdentity {
         let gids = [credentials.gid] + (PeerProcess.groups(ofPeer: fd) ?? [])
         return ClientIdentity(pid: credentials.pid, uid: credentials.uid, gid: credentials.gid, user: user,
                               groups: groupNames(gids), executable: executable, unit: unit, verifiedByPidFD: true)
+    }
+
+    /// Whether every process of the peer's user that holds the other end of `socket` runs `executable`
+    /// in `unit`. The connecting process may fork, keep the socket in the child, and exec a program that a
+    /// rule trusts: the pid and the socket's credentials survive the exec, so the executable read
+    /// afterwards is the trusted one, while the child reads the stream (found by a helper attacking the
+    /// daemon as another uid). False too when the kernel cannot say who holds it (fail closed).
+    /// Not seen: a descriptor in flight (sent with SCM_RIGHTS and not yet received) — docs/SECURITY.md.
+    static func soleProgram(holding socket: Int32, pid: Int32, uid: UInt32, executable: String?, unit: String?) -> Bool {
+        guard executable != nil || unit != nil else { return true }
+        guard let peer = PeerProcess.unixPeerInode(of: socket) else { return false }
+        for holder in PeerProcess.processes(holdingSocket: peer, uid: uid) where holder != pid {
+            guard verifiedExecutable(pid: holder) == executable, systemdUnit(pid: holder) == unit else { return false }
+        }
+        return true
     }
 
     /// A pidfd for the peer of `socket`: the kernel's (SO_PEERPIDFD), or pidfd_open(`pid`). Either may pin

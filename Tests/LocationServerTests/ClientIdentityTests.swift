@@ -95,3 +95,53 @@ struct PeerPinningTests {
         #expect(throws: Errno.noSuchProcess) { try ClientIdentity.ofPeer(socket: server, kernelPidFD: kernelPidFD) }
     }
 }
+
+/// Exec after connect: a client connects, hands the socket to a child, and execs a program a rule
+/// trusts. Its pid and credentials survive the exec, so /proc names the trusted program while the
+/// child reads the stream (found by a helper attacking the daemon as another uid).
+@Suite("Client identity: the programs that hold the connection", .serialized)
+struct SocketHolderTests {
+    /// Runs `script` (Python, given the socket path), which connects and then execs /usr/bin/sleep; waits
+    /// until the peer runs sleep and returns what `ofPeer` makes of it.
+    static func identityAfterExec(_ script: String) throws -> ClientIdentity {
+        let (listener, directory) = try PeerPinningTests.listener()
+        defer { listener.close(); rmdir(directory) }
+        // The script's first process forks and exits at once, so `run` returns; the grandchild does the work.
+        let wrapped = "import os, socket, sys, time\nif os.fork() != 0:\n    os._exit(0)\n" + script
+        let run = try PolicyEndToEndTests.run(["/usr/bin/python3", "-c", wrapped, listener.path ?? ""], in: directory)
+        #expect(run.status == 0)
+        let server = try PeerPinningTests.acceptOne(listener)
+        defer { FileDescriptorOps.close(server) }
+        let pid = try PeerCredentials(socket: server).pid
+        let sleep = "/usr/bin/sleep"  // a file, not a link, on Debian (usrmerge links /bin to usr/bin)
+        for _ in 0..<300 where (try? FileDescriptorOps.readLink("/proc/\(pid)/exe").get()) != sleep { usleep(10_000) }
+        #expect((try? FileDescriptorOps.readLink("/proc/\(pid)/exe").get()) == sleep)
+        return try ClientIdentity.ofPeer(socket: server)
+    }
+
+    @Test("a program that execs with the socket and keeps it alone is named by what it runs now")
+    func soleHolder() throws {
+        let identity = try Self.identityAfterExec("""
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(sys.argv[1])
+            s.set_inheritable(True)
+            os.execv("/usr/bin/sleep", ["sleep", "3"])
+            """)
+        #expect(identity.executable == "/usr/bin/sleep")
+    }
+
+    @Test("a connection a forked child keeps while its parent execs a trusted program is known by its user alone")
+    func forkedHolder() throws {
+        let identity = try Self.identityAfterExec("""
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(sys.argv[1])
+            if os.fork() == 0:
+                time.sleep(3)
+                os._exit(0)
+            os.execv("/usr/bin/sleep", ["sleep", "3"])
+            """)
+        #expect(identity.executable == nil)
+        #expect(identity.unit == nil)
+        #expect(identity.uid == getuid())
+    }
+}

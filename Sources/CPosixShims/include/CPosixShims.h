@@ -53,6 +53,10 @@ int locationd_tcp_socket_owner(int family, const uint8_t *source, uint16_t sourc
                                const uint8_t *destination, uint16_t destination_port,
                                uint32_t *uid, uint64_t *inode);
 
+/// sock_diag for AF_UNIX: the inode of the socket connected to the Unix socket with inode `inode` (its
+/// peer's end; fstat(2) of our end gives `inode`). 0, or -1 with errno.
+int locationd_unix_peer_inode(uint64_t inode, uint64_t *peer_inode);
+
 /// pidfd_open(pid, 0) (Linux 5.3+): a descriptor that pins the process; -1 with errno.
 int locationd_pidfd_open(int32_t pid);
 
