@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import LocationPosix
+@testable import LocationPosix
 import LocationPolicy
 @testable import LocationServer
 import Testing
@@ -143,5 +143,19 @@ struct SocketHolderTests {
         #expect(identity.executable == nil)
         #expect(identity.unit == nil)
         #expect(identity.uid == getuid())
+    }
+}
+
+
+/// The `Uid:` line of /proc/PID/status, read for every process at every connection.
+@Suite("Peer process: user ids from /proc")
+struct ProcessUserIDTests {
+    @Test("the user ids of a process are its real, effective, saved and filesystem uids, as status(of:) reads them")
+    func ownUserIDs() throws {
+        let uids = try #require(PeerProcess.userIDs(of: getpid()))
+        #expect(uids == [getuid(), geteuid(), getuid(), geteuid()])
+        #expect(uids == PeerProcess.status(of: getpid())?.uids)
+        #expect(PeerProcess.userIDs(of: 1) != nil)
+        #expect(PeerProcess.userIDs(of: Int32.max) == nil, "no such process")
     }
 }
