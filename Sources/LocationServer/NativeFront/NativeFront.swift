@@ -232,19 +232,7 @@ public final class NativeFront: Sendable {
             switch listener.accept() {
             case .success(let fd):
                 let uid = try? PeerCredentials(socket: fd).uid
-                var waits = false
-                withState { s in
-                    s.acceptSucceeded()
-                    waits = s.pending.begin(uid)
-                }
-                guard waits else {
-                    refuseUnidentified(fd, uid: uid, gpsd: false)
-                    continue
-                }
-                identityQueue.async { [weak self] in
-                    self?.identify(fd)
-                    self?.withState { $0.pending.end(uid) }
-                }
+                waitForIdentity(fd, uid: uid, gpsdListener: nil) { [weak self] in self?.identify(fd) }
             case .failure(.wouldBlock):
                 return
             case .failure(let e):
@@ -264,20 +252,7 @@ public final class NativeFront: Sendable {
             switch gpsdListeners[index].accept() {
             case .success(let fd):
                 let owner = Result { () throws(TCPPeerRefusal) in try ClientIdentity.tcpPeerOwner(socket: fd) }
-                let uid = try? owner.get().uid
-                var waits = false
-                withState { s in
-                    s.acceptSucceeded(gpsdListener: index)
-                    waits = s.pending.begin(uid)
-                }
-                guard waits else {
-                    refuseUnidentified(fd, uid: uid, gpsd: true)
-                    continue
-                }
-                identityQueue.async { [weak self] in
-                    self?.identifyGpsd(fd, owner: owner)
-                    self?.withState { $0.pending.end(uid) }
-                }
+                waitForIdentity(fd, uid: try? owner.get().uid, gpsdListener: index) { [weak self] in self?.identifyGpsd(fd, owner: owner) }
             case .failure(.wouldBlock):
                 return
             case .failure(let e):
@@ -285,6 +260,23 @@ public final class NativeFront: Sendable {
                 withState { $0.acceptFailed(e, at: now.monotonic, gpsdListener: index) }
                 return
             }
+        }
+    }
+
+    /// Queues the identification of connection `fd` of `uid` in its user's turn (`PendingIdentifications`),
+    /// or refuses the connection when its user has too many waiting.
+    private func waitForIdentity(_ fd: Int32, uid: UInt32?, gpsdListener: Int?, _ work: @escaping PendingIdentifications.Work) {
+        var waits = false
+        withState { s in
+            s.acceptSucceeded(gpsdListener: gpsdListener)
+            waits = s.pending.enqueue(uid, work)
+        }
+        guard waits else { return refuseUnidentified(fd, uid: uid, gpsd: gpsdListener != nil) }
+        // One run per queued connection; each runs whichever connection's turn it is then.
+        identityQueue.async { [weak self] in
+            var next: PendingIdentifications.Work?
+            self?.withState { next = $0.pending.next() }
+            next?()
         }
     }
 

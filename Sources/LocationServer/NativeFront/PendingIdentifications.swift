@@ -1,36 +1,57 @@
-/// Connections accepted but not yet identified, per user (the peer's uid from the kernel: SO_PEERCRED on
-/// the Unix socket, the socket table's owner on TCP). Identifying is slow work on one queue — on TCP it
-/// reads every descriptor of the user's processes — and until it is done a connection counts against no
-/// other limit: without this bound, one user opening thousands of connections (from processes holding
-/// thousands of descriptors) delayed every other user's greeting by 40 s, and at the descriptor limit
-/// locked root out (found by a helper attacking the daemon as uid 1). Root is not counted, so that the
-/// administrator always gets in.
+/// Connections accepted but not yet identified, waiting in turn per user (the peer's uid from the kernel:
+/// SO_PEERCRED on the Unix socket, the socket table's owner on TCP). Identifying is slow work on one
+/// queue — on TCP it reads every descriptor of the user's processes — so it is shared out fairly: the
+/// users with connections waiting take turns, one identification each, and a user flooding the daemon
+/// delays another user's connection by at most one of its own identifications. (Served first come, first
+/// served, one user opening thousands of connections from processes holding thousands of descriptors
+/// delayed every other user's greeting by 37 s; found by a helper attacking the daemon as uid 1.)
+///
+/// Each waiting connection holds a descriptor, so they are bounded too: per user, as many as that user
+/// may hold clients (`ServerLimits.clientsPerUser`), and in all, `maxClients`; the next is refused.
+/// Root's connections are never refused, and wait their turn like any other user's.
 struct PendingIdentifications {
-    /// Connections of one user waiting to be identified at once; the next is refused.
-    static let perUser = 8
-    /// Connections of all users waiting to be identified at once.
-    static let total = 64
+    /// One connection's identification, run on the identity queue.
+    typealias Work = @Sendable () -> Void
 
-    private var byUser: [UInt32: Int] = [:]
-    private var count = 0
+    /// Connections of one user that may wait at once.
+    let perUser: Int
+    /// Connections of all users that may wait at once.
+    let total: Int
+    private var waiting: [UInt32: [Work]] = [:]
+    /// The users with connections waiting, in the order they are served next.
+    private var turns: [UInt32] = []
+    /// Connections waiting, all users together.
+    private(set) var count = 0
 
-    /// Whether a connection of `uid` (nil: unknown, all counted together) may wait to be identified; if
-    /// so it is counted until `end`.
-    mutating func begin(_ uid: UInt32?) -> Bool {
-        if uid == 0 { return true }
+    init(perUser: Int, total: Int) {
+        self.perUser = perUser
+        self.total = total
+    }
+
+    /// Queues `work`, the identification of a connection of `uid` (nil: unknown, all such counted
+    /// together); false when it may not wait (over the bounds), and `work` is dropped.
+    mutating func enqueue(_ uid: UInt32?, _ work: @escaping Work) -> Bool {
         let key = uid ?? .max
-        guard count < Self.total, byUser[key, default: 0] < Self.perUser else { return false }
-        byUser[key, default: 0] += 1
+        if key != 0 {
+            guard count < total, waiting[key, default: []].count < perUser else { return false }
+        }
+        if waiting[key] == nil { turns.append(key) }
+        waiting[key, default: []].append(work)
         count += 1
         return true
     }
 
-    /// The connection `begin` counted was identified (or refused).
-    mutating func end(_ uid: UInt32?) {
-        if uid == 0 { return }
-        let key = uid ?? .max
-        guard let n = byUser[key] else { return }
-        byUser[key] = n > 1 ? n - 1 : nil
+    /// The next identification to run: the oldest of the user whose turn it is, who then goes to the back.
+    mutating func next() -> Work? {
+        guard !turns.isEmpty else { return nil }
+        let key = turns.removeFirst()
+        guard var queue = waiting.removeValue(forKey: key), !queue.isEmpty else { return nil }
+        let work = queue.removeFirst()
+        if !queue.isEmpty {
+            waiting[key] = queue
+            turns.append(key)
+        }
         count -= 1
+        return work
     }
 }

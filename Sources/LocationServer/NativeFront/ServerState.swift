@@ -60,8 +60,8 @@ struct ServerState {
     private(set) var stopped = false
     /// The listening socket's source and its back-off.
     var accepting = AcceptThrottle()
-    /// Connections of both fronts accepted and waiting to be identified.
-    var pending = PendingIdentifications()
+    /// Connections of both fronts accepted and waiting, in turn per user, to be identified.
+    var pending: PendingIdentifications
     /// Connections per user, for `maxClientsPerUser`.
     private var connectionsPerUser: [UInt32: Int] = [:]
     private var sweeping = false
@@ -76,6 +76,7 @@ struct ServerState {
     init(context: ServerContext, publisher: Publisher) {
         self.context = context
         self.publisher = publisher
+        pending = PendingIdentifications(perUser: context.limits.clientsPerUser, total: context.limits.maxClients)
     }
 
     var limits: ServerLimits { context.limits }
