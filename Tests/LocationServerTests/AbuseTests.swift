@@ -102,7 +102,7 @@ struct AbuseTests {
         let (a, b, c) = (E2E.finish(first).stdout, E2E.finish(second).stdout, E2E.finish(third).stdout)
         #expect(Self.counts(a) == [8, 22, 0], "\(a)")
         // Refused by the per-user bound on clients, or — 30 connections at once — first by the per-user
-        // bound on connections waiting to be identified (`PendingIdentifications`, 8): both are uid 1's alone.
+        // bound on connections waiting to be identified (`PendingIdentifications`, also 8 here): both are uid 1's alone.
         #expect(a.contains("too many clients of uid 1 (8)") || a.contains("waiting to be identified"), "\(a)")
         #expect(Self.counts(b) == [8, 22, 0], "\(b)")
         // 24 − 3 kept for administrators = 21 for everyone else: 16 taken, 5 left for the third user.

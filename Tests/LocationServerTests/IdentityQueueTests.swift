@@ -4,7 +4,7 @@ import Glibc
 import LocationServer
 import Testing
 
-/// Connections waiting to be identified are bounded per user (`PendingIdentifications`). Found by a
+/// Connections waiting to be identified take turns per user, and are bounded per user (`PendingIdentifications`). Found by a
 /// helper attacking the daemon as uid 1: thousands of gpsd-front connections from processes holding
 /// thousands of descriptors each (identifying a TCP peer reads every descriptor of its user's processes)
 /// held the one identity queue, and another user's Unix-socket greeting took 37 s.
@@ -66,7 +66,7 @@ struct IdentityQueueTests {
         let victim = try E2E.run(["setpriv", "--reuid=2", "--regid=2", "--clear-groups", "/usr/bin/python3", "-c", Self.greeting,
                                   daemon.socketPath], in: directory).stdout
         let seconds = Double(victim.split(separator: " ").first ?? "") ?? 99
-        // Before the bound: 37 s. Now the victim waits behind at most 8 of the attacker's identifications.
+        // Before the bound: 37 s. Now the victim waits behind one of the attacker's identifications (users take turns).
         #expect(seconds < 5 && victim.contains("VERSION"), "\(victim)")
         _ = E2E.finish(flood)
         #expect(daemon.log.contains("waiting to be identified"), "the flood's extra connections were refused")
