@@ -22,12 +22,37 @@
 #define SO_PEERGROUPS 59
 #endif
 
+/// Sends `request` (a netlink header and its sock_diag request, `length` bytes) to the kernel's
+/// NETLINK_SOCK_DIAG and receives the reply into `reply`: the first answer, or NULL with errno (the
+/// kernel's error; ENOENT when it has no such socket).
+static struct nlmsghdr *sock_diag_ask(void *request, size_t length, struct nlmsghdr *reply, size_t capacity) {
+    int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+    if (fd < 0) return NULL;
+    struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
+    if (sendto(fd, request, length, 0, (struct sockaddr *)&kernel, sizeof kernel) < 0) {
+        int saved = errno; close(fd); errno = saved; return NULL;
+    }
+    ssize_t n;
+    do { n = recv(fd, reply, capacity, 0); } while (n < 0 && errno == EINTR);
+    int saved = errno;
+    close(fd);
+    if (n < 0) { errno = saved; return NULL; }
+    for (struct nlmsghdr *h = reply; NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
+        if (h->nlmsg_type == NLMSG_ERROR) {
+            struct nlmsgerr *error = NLMSG_DATA(h);
+            errno = error->error ? -error->error : ENOENT;
+            return NULL;
+        }
+        if (h->nlmsg_type == SOCK_DIAG_BY_FAMILY) return h;
+    }
+    errno = ENOENT;
+    return NULL;
+}
+
 int locationd_tcp_socket_owner(int family, const uint8_t *source, uint16_t source_port,
                                const uint8_t *destination, uint16_t destination_port,
                                uint32_t *uid, uint64_t *inode) {
     if (family != AF_INET && family != AF_INET6) { errno = EAFNOSUPPORT; return -1; }
-    int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
-    if (fd < 0) return -1;
     struct {
         struct nlmsghdr header;
         struct inet_diag_req_v2 request;
@@ -46,36 +71,16 @@ int locationd_tcp_socket_owner(int family, const uint8_t *source, uint16_t sourc
     memcpy(message.request.id.idiag_dst, destination, length);
     message.request.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
     message.request.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
-    struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
-    if (sendto(fd, &message, sizeof message, 0, (struct sockaddr *)&kernel, sizeof kernel) < 0) {
-        int saved = errno; close(fd); errno = saved; return -1;
-    }
     union { struct nlmsghdr header; char bytes[8192]; } reply;
-    ssize_t n;
-    do { n = recv(fd, &reply, sizeof reply, 0); } while (n < 0 && errno == EINTR);
-    int saved = errno;
-    close(fd);
-    if (n < 0) { errno = saved; return -1; }
-    for (struct nlmsghdr *h = &reply.header; NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
-        if (h->nlmsg_type == NLMSG_ERROR) {
-            struct nlmsgerr *error = NLMSG_DATA(h);
-            errno = error->error ? -error->error : ENOENT;
-            return -1;
-        }
-        if (h->nlmsg_type == SOCK_DIAG_BY_FAMILY) {
-            struct inet_diag_msg *found = NLMSG_DATA(h);
-            *uid = found->idiag_uid;
-            *inode = found->idiag_inode;
-            return 0;
-        }
-    }
-    errno = ENOENT;
-    return -1;
+    struct nlmsghdr *answer = sock_diag_ask(&message, sizeof message, &reply.header, sizeof reply);
+    if (answer == NULL) return -1;
+    struct inet_diag_msg *found = NLMSG_DATA(answer);
+    *uid = found->idiag_uid;
+    *inode = found->idiag_inode;
+    return 0;
 }
 
 int locationd_unix_peer_inode(uint64_t inode, uint64_t *peer_inode) {
-    int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
-    if (fd < 0) return -1;
     struct {
         struct nlmsghdr header;
         struct unix_diag_req request;
@@ -90,30 +95,15 @@ int locationd_unix_peer_inode(uint64_t inode, uint64_t *peer_inode) {
     message.request.udiag_show = UDIAG_SHOW_PEER;
     message.request.udiag_cookie[0] = INET_DIAG_NOCOOKIE;
     message.request.udiag_cookie[1] = INET_DIAG_NOCOOKIE;
-    struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
-    if (sendto(fd, &message, sizeof message, 0, (struct sockaddr *)&kernel, sizeof kernel) < 0) {
-        int saved = errno; close(fd); errno = saved; return -1;
-    }
     union { struct nlmsghdr header; char bytes[8192]; } reply;
-    ssize_t n;
-    do { n = recv(fd, &reply, sizeof reply, 0); } while (n < 0 && errno == EINTR);
-    int saved = errno;
-    close(fd);
-    if (n < 0) { errno = saved; return -1; }
-    for (struct nlmsghdr *h = &reply.header; NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
-        if (h->nlmsg_type == NLMSG_ERROR) {
-            struct nlmsgerr *error = NLMSG_DATA(h);
-            errno = error->error ? -error->error : ENOENT;
-            return -1;
-        }
-        if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY) continue;
-        struct unix_diag_msg *found = NLMSG_DATA(h);
-        int remaining = (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof *found));
-        for (struct rtattr *a = (struct rtattr *)(found + 1); RTA_OK(a, remaining); a = RTA_NEXT(a, remaining)) {
-            if (a->rta_type == UNIX_DIAG_PEER) {
-                *peer_inode = *(uint32_t *)RTA_DATA(a);
-                return 0;
-            }
+    struct nlmsghdr *answer = sock_diag_ask(&message, sizeof message, &reply.header, sizeof reply);
+    if (answer == NULL) return -1;
+    struct unix_diag_msg *found = NLMSG_DATA(answer);
+    int remaining = (int)(answer->nlmsg_len - NLMSG_LENGTH(sizeof *found));
+    for (struct rtattr *a = (struct rtattr *)(found + 1); RTA_OK(a, remaining); a = RTA_NEXT(a, remaining)) {
+        if (a->rta_type == UNIX_DIAG_PEER) {
+            *peer_inode = *(uint32_t *)RTA_DATA(a);
+            return 0;
         }
     }
     errno = ENOENT;
