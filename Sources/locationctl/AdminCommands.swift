@@ -131,12 +131,14 @@ enum GrantsCommand {
 /// `locationctl grant`: allow a program, unit or user ahead of asking.
 enum GrantCommand {
     static let help = """
-        usage: locationctl grant [--executable PATH | --unit NAME] [--user NAME] (--once [--standing] | --persistent)
+        usage: locationctl grant [--executable PATH | --unit NAME] [--user NAME]
+                                 (--once [--standing] | --persistent | --when-in-use)
                                  [--accuracy full|reduced] [--expires DURATION] [--socket PATH]
 
         Grants location access ahead of asking (root or the daemon's admin-group only).
         --persistent stores an 'always' grant, replacing the subject's stored decision (a remembered
-        refusal included); --once pre-approves the next connection of the subject that asks for
+        refusal included); --when-in-use stores a When In Use grant in its place (used only while the
+        client's user has an active login session); --once pre-approves the next connection of the subject that asks for
         one-time access ('Allow Once' pressed ahead), used up by that connection; --once --standing
         makes a standing approval (the LocationButton's): every later connection of the subject that
         asks for one-time access gets a one-time grant without asking, until revoked. It prints the
@@ -154,7 +156,9 @@ enum GrantCommand {
           --once              pre-approve one use
           --standing          (with --once) a standing approval: every later use gets a
                               one-time grant without asking, until revoked
-          --persistent        grant until revoked (or until --expires)
+          --persistent        grant until revoked (or until --expires): Always
+          --when-in-use       grant until revoked (or until --expires), used while the client's
+                              user has an active login session (logind): When In Use
           --accuracy A        'full' (the default) or 'reduced'
           --expires DURATION  the grant lapses after DURATION, e.g. 30s, 15min, 1h, 7d
           --socket PATH       the daemon's socket (default: $LOCATIOND_SOCKET, else
@@ -181,9 +185,11 @@ enum GrantCommand {
                 case "-h", "--help":
                     writeStandardOutput(help)
                     return .ok
-                case "--once", "--persistent":
-                    let chosen: AuthorizationKind = option == "--once" ? .once : .persistent
-                    guard kind == nil || kind == chosen else { throw UsageError(message: "give only one of --once or --persistent") }
+                case "--once", "--persistent", "--when-in-use":
+                    let chosen: AuthorizationKind = option == "--once" ? .once : option == "--persistent" ? .persistent : .whenInUse
+                    guard kind == nil || kind == chosen else {
+                        throw UsageError(message: "give only one of --once, --persistent or --when-in-use")
+                    }
                     kind = chosen
                 case "--accuracy":
                     accuracy = try options.choice(for: option, from: ["full", "reduced"]) == "full" ? .fullAccuracy : .reducedAccuracy
@@ -196,7 +202,7 @@ enum GrantCommand {
                 }
             }
             target = try subject.required(absolute: true)
-            guard let kind else { throw UsageError(message: "give --once or --persistent") }
+            guard let kind else { throw UsageError(message: "give --once, --persistent or --when-in-use") }
             if standing, kind != .once { throw UsageError(message: "--standing goes with --once") }
             grantKind = kind
         } catch {
@@ -215,7 +221,11 @@ extension GrantCommand {
     /// `effective` one, the rules applied; the accuracy asked for when the daemon does not say.
     static func describe(_ kind: AuthorizationKind, _ target: GrantSubject, _ accuracy: AccuracyAuthorization, _ expires: Double?,
                          _ effective: GrantEffect?, standing: Bool = false) -> String {
-        var text = kind == .once ? "pre-approved one-time access for \(target)" : "granted persistent access to \(target)"
+        var text = switch kind {
+        case .once: "pre-approved one-time access for \(target)"
+        case .persistent: "granted persistent access to \(target)"
+        case .whenInUse: "granted When In Use access to \(target) (while its user has an active login session)"
+        }
         if standing { text = "standing approval of one-time access for \(target), each use without asking" }
         if let effective {
             text += effective.accuracy.map { ", \($0.rawValue) accuracy" } ?? ", which does not apply"

@@ -157,8 +157,12 @@ struct WhenInUseEndToEndTests {
         Self.setState("active", uid: 0, in: logins)
         let daemon = try DaemonProcess(config: PolicyEndToEndTests.config(policy: "access = ask\naccuracy = full"),
                                        launcher: ["env", "LD_PRELOAD=\(shim)", "LOCATIOND_TEST_LOGIN_DIR=\(logins)"])
+        // The administrator grants When In Use ahead of asking, with locationctl.
+        let grant = try PolicyEndToEndTests.run([AuditFloodTests.locationctl, "--socket", daemon.socketPath, "grant", "--executable",
+                                                 PolicyEndToEndTests.selfExecutable, "--user", "0", "--when-in-use"], in: "/tmp")
+        #expect(grant.status == 0 && grant.stdout.hasPrefix("granted When In Use access to"), "\(grant)")
         let admin = try RawClient(daemon.socketPath)
-        admin.send(#"{"class":"GRANT","executable":"\#(PolicyEndToEndTests.selfExecutable)","user":"0","kind":"whenInUse"}"#)
+        admin.send(#"{"class":"GRANTS"}"#)
         let granted = try #require(admin.message("GRANTS"))
         guard case .array(let persistent)? = granted["persistent"] else { Issue.record("GRANTS without persistent"); return }
         #expect(persistent.first?.object?["whenInUse"]?.bool == true)
