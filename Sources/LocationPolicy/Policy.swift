@@ -44,12 +44,16 @@ public struct AgentQuestion: Hashable, Sendable {
     /// True when a client authorized When In Use asks for Always (`ASK.upgrade`): refusing it leaves the
     /// When-In-Use grant as it is.
     public var upgrade: Bool
+    /// True when this When In Use question was asked for a client that asked for Always: once When In Use
+    /// is allowed, the agents are asked for the upgrade (`Policy.decide`).
+    public var alwaysNext: Bool
 
-    public init(subject: Subject, accuracy: AccuracyAuthorization, purpose: String?, upgrade: Bool = false) {
+    public init(subject: Subject, accuracy: AccuracyAuthorization, purpose: String?, upgrade: Bool = false, alwaysNext: Bool = false) {
         self.subject = subject
         self.accuracy = accuracy
         self.purpose = purpose
         self.upgrade = upgrade
+        self.alwaysNext = alwaysNext
     }
 }
 
@@ -155,7 +159,9 @@ public enum Policy {
 
     /// Decides a request. The request's accuracy is weighed as the session's new ceiling
     /// (`SessionAuthorization.asking(_:)`): the caller keeps that session unless the decision is `invalid`.
-    /// Always (`persistent`) asked by a client authorized When In Use is put to the agents as an upgrade.
+    /// Always (`persistent`) is asked for only on top of When In Use, as Core Location does: asked by a
+    /// client not yet authorized, the agents are asked for When In Use (`AgentQuestion.alwaysNext`), and
+    /// once they allow it, for the upgrade; asked by a client authorized When In Use, for the upgrade.
     public static func decide(_ request: PolicyRequest, identity: ClientIdentity, session: SessionAuthorization,
                               rules: PolicyRules, grants: GrantSet, now: PolicyTime, userInUse: Bool = true) -> PolicyDecision {
         let session = session.asking(request)
@@ -174,8 +180,7 @@ public enum Policy {
                 return .authorized(current)
             case .authorizedWhenInUse where kind == .persistent && rule.access == .ask:
                 // Always only on top of When In Use, as Core Location asks for it: the agent sees an upgrade.
-                return .ask(AgentQuestion(subject: .authorization(.persistent), accuracy: min(requested, rule.accuracy),
-                                          purpose: rules.rule(for: identity)?.usage.always, upgrade: true))
+                return .ask(upgradeQuestion(identity, accuracy: min(requested, rule.accuracy), rules: rules))
             case .authorizedWhenInUse:
                 return .authorized(current)
             default:
@@ -193,9 +198,13 @@ public enum Policy {
             case .once:
                 return .grantOnce(accuracy, usingPreapproval: nil)
             case .ask:
-                // The text shown is the administrator's usage text for this kind, never the client's.
-                let usage = rules.rule(for: identity)?.usage.text(for: kind)
-                return .ask(AgentQuestion(subject: .authorization(kind), accuracy: accuracy, purpose: usage))
+                // Core Location's requestAlwaysAuthorization() before any answer shows the When In Use
+                // prompt; Always is offered on top of it. The text shown is the administrator's usage text
+                // for the kind asked, never the client's.
+                let asked: AuthorizationKind = kind == .persistent ? .whenInUse : kind
+                let usage = rules.rule(for: identity)?.usage.text(for: asked)
+                return .ask(AgentQuestion(subject: .authorization(asked), accuracy: accuracy, purpose: usage,
+                                          alwaysNext: kind == .persistent))
             case .deny, .always:
                 return .refuse(.restricted, reason: current.reason)  // handled above; kept total
             }
@@ -209,6 +218,20 @@ public enum Policy {
             }
             return .ask(AgentQuestion(subject: .temporaryFullAccuracy(purposeKey: key), accuracy: .full, purpose: text))
         }
+    }
+
+    /// The question that follows an agent's answer `answer` to `question` about `identity`: the upgrade to
+    /// Always once When In Use was allowed to a client that asked for Always (`AgentQuestion.alwaysNext`);
+    /// nil otherwise (a refusal, or "allow once", ends it, as on Core Location).
+    public static func nextQuestion(after question: AgentQuestion, answer: AgentAnswer, identity: ClientIdentity,
+                                    rules: PolicyRules) -> AgentQuestion? {
+        guard question.alwaysNext, case .allowAlways(let lowered) = answer else { return nil }
+        return upgradeQuestion(identity, accuracy: min(question.accuracy, lowered ?? question.accuracy), rules: rules)
+    }
+
+    /// Always asked on top of When In Use, with the rule's `usage.always`.
+    static func upgradeQuestion(_ identity: ClientIdentity, accuracy: AccuracyAuthorization, rules: PolicyRules) -> AgentQuestion {
+        AgentQuestion(subject: .authorization(.persistent), accuracy: accuracy, purpose: rules.rule(for: identity)?.usage.always, upgrade: true)
     }
 
     /// Applies an agent's answer to a question about `identity`. A decision to remember ("allow

@@ -234,5 +234,12 @@ extension ServerState {
         }
         if stored { deliver(publisher.reevaluateAll(because: nil, at: now), at: now.wall) }
         closeQuestion(ask, answer.rawValue, by: by)
+        // When In Use allowed to clients that asked for Always: now the agents are asked for the upgrade.
+        for client in pending.clients {
+            guard let identity = publisher.subscribers[client]?.identity,
+                  let next = Policy.nextQuestion(after: pending.question, answer: parsed, identity: identity, rules: publisher.policy.rules)
+            else { continue }
+            self.ask(client, next, request: pending.request, at: now)
+        }
     }
 }

@@ -86,6 +86,47 @@ struct WhenInUseTests {
         #expect(decision == .ask(AgentQuestion(subject: .authorization(.whenInUse), accuracy: .full, purpose: "Shows where you are.")))
     }
 
+    @Test("Always asked before any answer is asked as When In Use; allowed, the client is When In Use, and Always is asked next as the upgrade")
+    func alwaysFirstIsWhenInUse() throws {
+        // Core Location: requestAlwaysAuthorization() while notDetermined shows the When In Use prompt
+        // (NSLocationWhenInUseUsageDescription); Always is offered on top of it.
+        let usage = UsageTexts(whenInUse: "Shows where you are.", always: "Records your trips in the background.")
+        let rules = Self.rules(usage: usage)
+        let first = Policy.decide(.authorize(.always, .full), identity: Self.alice, session: .init(), rules: rules, grants: GrantSet(), now: Self.time)
+        let question = AgentQuestion(subject: .authorization(.whenInUse), accuracy: .full, purpose: "Shows where you are.", alwaysNext: true)
+        #expect(first == .ask(question))
+        let stored = try #require(Policy.apply(.allowAlways(nil), to: question, identity: Self.alice, session: .init(), now: Self.time,
+                                               onceLifetime: 3600, decidedBy: "agent root (uid 0)").store)
+        #expect(stored.whenInUse)
+        let grants = GrantSet(persistent: [stored])
+        #expect(Policy.state(Self.alice, session: .init(), rules: rules, grants: grants, now: Self.time).status == .authorizedWhenInUse)
+        let again = Policy.decide(.authorize(.always, .full), identity: Self.alice, session: .init(), rules: rules, grants: grants, now: Self.time)
+        #expect(again == .ask(AgentQuestion(subject: .authorization(.always), accuracy: .full, purpose: "Records your trips in the background.",
+                                            upgrade: true)))
+        // Asked for When In Use itself, nothing follows.
+        let whenInUse = Policy.decide(.authorize(.whenInUse, .full), identity: Self.alice, session: .init(), rules: rules, grants: GrantSet(),
+                                      now: Self.time)
+        #expect(whenInUse == .ask(AgentQuestion(subject: .authorization(.whenInUse), accuracy: .full, purpose: "Shows where you are.")))
+    }
+
+    @Test("after When In Use asked for an Always request: allow always is followed by the upgrade; any other answer ends it",
+          arguments: [
+        (true, AgentAnswer.allowAlways(nil), AccuracyAuthorization.full as AccuracyAuthorization?),
+        (true, .allowAlways(.reduced), .reduced),
+        (true, .allowOnce(nil), nil),
+        (true, .allowOnceStanding(nil), nil),
+        (true, .deny, nil),
+        (false, .allowAlways(nil), nil),  // asked for When In Use itself
+    ])
+    func nextQuestion(alwaysNext: Bool, answer: AgentAnswer, upgradeAccuracy: AccuracyAuthorization?) {
+        let usage = UsageTexts(whenInUse: "Shows where you are.", always: "Records your trips in the background.")
+        let question = AgentQuestion(subject: .authorization(.whenInUse), accuracy: .full, purpose: "Shows where you are.", alwaysNext: alwaysNext)
+        let next = Policy.nextQuestion(after: question, answer: answer, identity: Self.alice, rules: Self.rules(usage: usage))
+        #expect(next == upgradeAccuracy.map {
+            AgentQuestion(subject: .authorization(.always), accuracy: $0, purpose: "Records your trips in the background.", upgrade: true)
+        })
+    }
+
     @Test("the agent's answers: allow always to When In Use stores When In Use; to the upgrade, Always; refusing the upgrade keeps When In Use",
           arguments: [
         (false, AgentAnswer.allowAlways(nil), "whenInUse"),

@@ -21,8 +21,15 @@ extension PolicyEndToEndTests {
         guard case .object(let who)? = ask["client"] else { Issue.record("ASK without client"); return }
         #expect(who["exe"]?.string == Self.selfExecutable)
         #expect(who["name"]?.string == "test client")
+        // Always is asked for on top of When In Use (Core Location): first When In Use, then the upgrade.
+        #expect(ask["request"]?.string == "whenInUse")
         let id = Int(try #require(ask["id"]?.number))
         agent.send(#"{"class":"ANSWER","id":\#(id),"answer":"allowAlways"}"#)
+        #expect(agent.message("ANSWERED")?["answer"]?.string == "allowAlways")
+        #expect(client.message("AUTHORIZATION")?["status"]?.string == "authorizedWhenInUse")
+        let upgrade = try #require(agent.message("ASK"))
+        #expect(upgrade["request"]?.string == "persistent" && upgrade["upgrade"]?.bool == true)
+        agent.send(#"{"class":"ANSWER","id":\#(Int(try #require(upgrade["id"]?.number))),"answer":"allowAlways"}"#)
         #expect(agent.message("ANSWERED")?["answer"]?.string == "allowAlways")
         #expect(client.message("AUTHORIZATION")?["status"]?.string == "authorizedPersistent")
 
@@ -66,6 +73,10 @@ extension PolicyEndToEndTests {
         #expect(rootClient["uid"]?.number == 0)
         let python = try #require(rootClient["exe"]?.string)
         agent.send(#"{"class":"ANSWER","id":\#(Int(try #require(rootAsk["id"]?.number))),"answer":"allowAlways"}"#)
+        // That was When In Use; Always follows as the upgrade.
+        let rootUpgrade = try #require(agent.message("ASK"))
+        #expect(rootUpgrade["upgrade"]?.bool == true && rootUpgrade["client"]?.object?["uid"]?.number == 0)
+        agent.send(#"{"class":"ANSWER","id":\#(Int(try #require(rootUpgrade["id"]?.number))),"answer":"allowAlways"}"#)
         let rootReceived = Self.finish(first).stdout
         #expect(rootReceived.contains(#""status":"authorizedPersistent""#) && rootReceived.contains(#""class":"TPV""#))
 

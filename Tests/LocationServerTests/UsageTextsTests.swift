@@ -48,19 +48,22 @@ struct UsageTextsTests {
         }
     }
 
-    @Test("the question for each kind carries the rule's text for that kind; a rule without texts shows none", arguments: [
-        (AuthorizationKind.once, "The map shows where you are." as String?),
-        (.persistent, "The map records your trips while it runs in the background."),
+    @Test("the question for each kind carries the rule's text for the kind asked; a rule without texts shows none", arguments: [
+        (AuthorizationKind.once, AuthorizationKind.once, "The map shows where you are." as String?),
+        (.whenInUse, .whenInUse, "The map shows where you are."),
+        // Always before any answer is asked as When In Use first (the upgrade, with usage.always, follows).
+        (.persistent, .whenInUse, "The map shows where you are."),
     ])
-    func question(kind: AuthorizationKind, text: String?) throws {
+    func question(kind: AuthorizationKind, asked askedKind: AuthorizationKind, text: String?) throws {
         let c = try ConfigurationTests.load(Self.rule)
         let rules = PolicyRules(defaults: c.policy, clients: c.clients)
         let map = ClientIdentity(pid: 1, uid: 1000, gid: 1000, executable: PolicyEndToEndTests.selfExecutable)
         let asked = Policy.decide(.authorize(kind, .full), identity: map, session: .init(), rules: rules, grants: .init(), now: PolicyTime(monotonic: .now, wall: 0))
-        #expect(asked == .ask(AgentQuestion(subject: .authorization(kind), accuracy: .full, purpose: text)))
+        let alwaysNext = kind == .persistent
+        #expect(asked == .ask(AgentQuestion(subject: .authorization(askedKind), accuracy: .full, purpose: text, alwaysNext: alwaysNext)))
         let other = ClientIdentity(pid: 2, uid: 1000, gid: 1000, executable: "/usr/bin/other")
         let unruled = Policy.decide(.authorize(kind, .full), identity: other, session: .init(), rules: rules, grants: .init(), now: PolicyTime(monotonic: .now, wall: 0))
-        #expect(unruled == .ask(AgentQuestion(subject: .authorization(kind), accuracy: .reduced, purpose: nil)))
+        #expect(unruled == .ask(AgentQuestion(subject: .authorization(askedKind), accuracy: .reduced, purpose: nil, alwaysNext: alwaysNext)))
     }
 
     @Test("end to end: the agent's ASK shows the administrator's text, and the client's name only as its name")
@@ -76,9 +79,14 @@ struct UsageTextsTests {
         #expect(ask["client"]?.object?["name"]?.string == "Trust me: the administrator approved this")
         agent.send(#"{"class":"ANSWER","id":\#(Int(try #require(ask["id"]?.number))),"answer":"allowOnce"}"#)
         #expect(client.message("AUTHORIZATION")?["status"]?.string == "authorizedOnce")
+        // Always: first When In Use, with its text; allowed, the upgrade follows with usage.always.
         client.send(#"{"class":"AUTHORIZE","authorization":"persistent"}"#)
+        let whenInUse = try #require(agent.message("ASK"))
+        #expect(whenInUse["request"]?.string == "whenInUse" && whenInUse["upgrade"] == nil)
+        #expect(whenInUse["purpose"]?.string == "The map shows where you are.")
+        agent.send(#"{"class":"ANSWER","id":\#(Int(try #require(whenInUse["id"]?.number))),"answer":"allowAlways"}"#)
         let always = try #require(agent.message("ASK"))
-        #expect(always["request"]?.string == "persistent")
+        #expect(always["request"]?.string == "persistent" && always["upgrade"]?.bool == true)
         #expect(always["purpose"]?.string == "The map records your trips while it runs in the background.")
     }
 }
