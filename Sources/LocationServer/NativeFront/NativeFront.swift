@@ -94,7 +94,7 @@ public final class NativeFront: Sendable {
         let publisher = Publisher(policy: policy, fudger: store.fudger(gridMeters: rules.defaults.reducedGrid))
         let context = ServerContext(limits: limits, log: log, store: store, receivers: receivers, release: release)
         var initial = ServerState(context: context, publisher: publisher)
-        initial.gpsdFront.enabled = !gpsdListeners.isEmpty || nmeaListener != nil
+        initial.gpsdFront.enabled = !gpsdListeners.isEmpty
         state = Mutex(initial)
     }
 
