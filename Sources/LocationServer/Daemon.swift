@@ -64,6 +64,8 @@ public final class Daemon: @unchecked Sendable {
     let systemd: SystemdNotifier
     /// True when systemd passed the listening socket (socket activation): it stays, never unlinked.
     let socketActivated: Bool
+    /// True when systemd passed the NMEA socket: it stays, never unlinked.
+    let nmeaSocketActivated: Bool
     private var signalSources: [DispatchSourceSignal] = []
     /// READY=1 was sent (main queue): a reload before it does not announce readiness early.
     private var isReady = false
@@ -87,10 +89,12 @@ public final class Daemon: @unchecked Sendable {
         try Self.makeDirectory(configuration.stateDirectory, mode: 0o700)
         let listener: ListeningSocket
         var gpsdListeners: [TCPListener] = []
+        var nmeaListener: ListeningSocket?
         // systemd: socket activation (LISTEN_FDS) gives the socket; otherwise bind it here.
         if let inherited = try SocketActivation.inheritedListeners(configuredPath: configuration.socketPath, log: log) {
             listener = inherited.unix
             gpsdListeners = inherited.gpsd
+            nmeaListener = inherited.nmea
             socketActivated = true
         } else {
             let socketDirectory = String(configuration.socketPath[..<(configuration.socketPath.lastIndex(of: "/") ?? configuration.socketPath.startIndex)])
@@ -112,6 +116,19 @@ public final class Daemon: @unchecked Sendable {
                 throw DaemonError.gpsdListen(address: address.description, reason: AddressHolder.bindError(address, error))
             }
         }
+        // The NMEA socket (GeoClue): the Unix socket named `nmea` systemd passed, else nmea-socket's. Anyone may
+        // connect (mode 0666, as the native socket): the policy decides what each client gets.
+        nmeaSocketActivated = nmeaListener != nil
+        if nmeaListener == nil, let path = configuration.nmeaSocket {
+            let directory = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
+            if !directory.isEmpty { try? Self.makeDirectory(directory, mode: 0o755) }
+            do {
+                nmeaListener = try ListeningSocket(path: path, mode: 0o666)
+            } catch {
+                gpsdListeners.forEach { $0.close() }
+                throw DaemonError.socket(path: path, errno: error)
+            }
+        }
         receivers = ReceiverSet(configuration.receivers.map(makeReceiver))
         var limits = ServerLimits()
         limits.maxClients = configuration.maxClients
@@ -121,7 +138,7 @@ public final class Daemon: @unchecked Sendable {
         let store = PolicyStore(stateDirectory: configuration.stateDirectory, log: log)
         server = NativeFront(listener: listener, limits: limits, rules: configuration.rules, adminGroup: configuration.adminGroup,
                              store: store, receivers: ReceiverSetReports(set: receivers), log: log, release: locationdRelease,
-                             gpsdListeners: gpsdListeners)
+                             gpsdListeners: gpsdListeners, nmeaListener: nmeaListener)
         server.configureSharing(group: configuration.shareGroup, stateFile: configuration.stateDirectory + "/sharing")
     }
 
@@ -188,6 +205,7 @@ public final class Daemon: @unchecked Sendable {
                 stopHandlers.forEach { $0() }
                 server.stop(reason: "locationd is stopping")
                 server.listener.close(unlinking: !socketActivated)
+                server.nmeaListener?.close(unlinking: !nmeaSocketActivated)
                 exit(0)
             }
             source.resume()
@@ -291,6 +309,7 @@ extension Daemon {
         }
         if new.clientTimeout != old.clientTimeout { needRestart.append("client-timeout"); new.clientTimeout = old.clientTimeout }
         if new.gpsdListen != old.gpsdListen { needRestart.append("gpsd-listen"); new.gpsdListen = old.gpsdListen }
+        if new.nmeaSocket != old.nmeaSocket { needRestart.append("nmea-socket"); new.nmeaSocket = old.nmeaSocket }
         if new.shareGroup != old.shareGroup { needRestart.append("share-group"); new.shareGroup = old.shareGroup }
         if new.uplinkSections != old.uplinkSections { needRestart.append("uplink"); new.uplinkSections = old.uplinkSections }
         if !needRestart.isEmpty {

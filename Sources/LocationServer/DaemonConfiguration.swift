@@ -51,6 +51,9 @@ public struct DaemonConfiguration: Sendable {
     public var clientTimeout = 30.0
     /// TCP addresses of the gpsd front (gpsd's protocol, docs/GPSD.md); empty: no gpsd front.
     public var gpsdListen: [TCPAddress] = []
+    /// The NMEA socket (a Unix socket streaming NMEA sentences of the fix each client may see, for GeoClue's
+    /// `nmea-socket`; docs/GPSD.md "GeoClue"); nil: none.
+    public var nmeaSocket: String?
     public var receivers: [ReceiverConfiguration] = []
     public var policy = PolicyDefaults()
     public var clients: [ClientRule] = []
@@ -63,7 +66,7 @@ public struct DaemonConfiguration: Sendable {
     public init() {}
 
     static let daemonKeys: Set<String> = ["socket", "state-directory", "admin-group", "log-level", "max-clients", "max-clients-per-user",
-                                             "client-timeout", "gpsd-listen", "share-group"]
+                                             "client-timeout", "gpsd-listen", "share-group", "nmea-socket"]
     static let policyKeys: Set<String> = ["access", "accuracy", "once-lifetime", "ask-timeout", "reduced-grid", "reduced-interval"]
     static let clientKeys: Set<String> = ["executable", "user", "group", "unit", "access", "accuracy"]
 
@@ -99,6 +102,11 @@ public struct DaemonConfiguration: Sendable {
                     case "state-directory":
                         guard e.value.hasPrefix("/") else { throw fail(e, "'\(e.value)' is not an absolute path") }
                         stateDirectory = e.value
+                    case "nmea-socket":
+                        guard !e.value.isEmpty else { nmeaSocket = nil; continue }
+                        guard e.value.hasPrefix("/") else { throw fail(e, "'\(e.value)' is not an absolute path") }
+                        guard e.value.utf8.count < 108 else { throw fail(e, "'\(e.value)' is longer than a Unix socket's path may be (107 bytes)") }
+                        nmeaSocket = e.value
                     case "share-group":
                         guard !e.value.isEmpty else { throw fail(e, "empty group name") }
                         shareGroup = e.value

@@ -33,12 +33,14 @@ public enum SocketActivation {
         public var unix: ListeningSocket
         /// Listening TCP sockets named `gpsd` (`FileDescriptorName=gpsd`, systemd/locationd-gpsd.socket).
         public var gpsd: [TCPListener]
+        /// The listening Unix socket named `nmea` (`FileDescriptorName=nmea`): the NMEA socket for GeoClue.
+        public var nmea: ListeningSocket?
     }
 
     /// Takes the listening sockets passed by systemd, when the daemon was started that way.
     ///
     /// The first passed descriptor that is a listening `AF_UNIX` `SOCK_STREAM` socket is the client socket
-    /// (`sd_is_socket_unix`); listening TCP sockets named `gpsd` (sd_listen_fds_with_names(3),
+    /// (`sd_is_socket_unix`) — unless named `nmea`, which is the NMEA socket; listening TCP sockets named `gpsd` (sd_listen_fds_with_names(3),
     /// `sd_is_socket_inet`) are the gpsd front's; any other is closed, with a warning. `LISTEN_*` are removed
     /// from the environment, and the descriptors are close-on-exec, so no child inherits them.
     /// - Parameters:
@@ -60,9 +62,12 @@ public enum SocketActivation {
         guard count > 0 else { return nil }
         var chosen: ListeningSocket? = nil
         var gpsd: [TCPListener] = []
+        var nmea: ListeningSocket?
         for (i, fd) in (SD_LISTEN_FDS_START..<(SD_LISTEN_FDS_START + count)).enumerated() {
             let name = names?[i].map { String(cString: $0) }
-            if chosen == nil, sd_is_socket_unix(fd, Int32(SOCK_STREAM.rawValue), 1, nil, 0) > 0 {
+            if name == "nmea", nmea == nil, sd_is_socket_unix(fd, Int32(SOCK_STREAM.rawValue), 1, nil, 0) > 0 {
+                nmea = ListeningSocket(inherited: fd, path: boundPath(fd))
+            } else if chosen == nil, sd_is_socket_unix(fd, Int32(SOCK_STREAM.rawValue), 1, nil, 0) > 0 {
                 let path = boundPath(fd)
                 if path != configuredPath {
                     log.warning("the socket systemd passed is not the configured one; serving on it",
@@ -72,16 +77,17 @@ public enum SocketActivation {
             } else if name == "gpsd", sd_is_socket_inet(fd, 0, Int32(SOCK_STREAM.rawValue), 1, 0) > 0 {
                 gpsd.append(TCPListener(inherited: fd))
             } else {
-                log.warning("closing a descriptor systemd passed: not a listening AF_UNIX SOCK_STREAM socket (the first), nor a TCP one named gpsd",
+                log.warning("closing a descriptor systemd passed: not a listening AF_UNIX SOCK_STREAM socket (the first), nor a TCP one named gpsd, nor a Unix one named nmea",
                             ["fd": String(fd), "name": name ?? "-"])
                 FileDescriptorOps.close(fd)
             }
         }
         guard let chosen else {
             gpsd.forEach { $0.close() }
+            nmea?.close(unlinking: false)
             throw .noUnixStreamSocket(count: Int(count))
         }
-        return Inherited(unix: chosen, gpsd: gpsd)
+        return Inherited(unix: chosen, gpsd: gpsd, nmea: nmea)
     }
 
     /// The filesystem path a Unix socket is bound to (getsockname(2)); nil for an abstract or unnamed one.

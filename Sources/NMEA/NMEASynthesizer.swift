@@ -29,13 +29,13 @@ public enum NMEASynthesizer {
     }
 
     /// Appends `$GPGGA`: time, position, quality (0 no fix, 1 GPS, 2 DGPS, 4 RTK fixed, 5 RTK float, 6 estimated),
-    /// satellites used, HDOP, altitude above mean sea level (m), geoid separation (m).
+    /// satellites used, HDOP (`horizontalDOP`), altitude above mean sea level (m), geoid separation (m).
     public static func appendGGA(_ fix: Fix, to out: inout [UInt8]) {
         var f: [String] = ["GPGGA", time(fix)]
         f += position(fix)
         f.append(String(fix.hasPosition ? ggaQuality(fix.quality) : 0))
         f.append(fix.hasPosition ? (fix.satellitesUsed.map { two(min($0, 99)) } ?? "") : "")
-        f.append(fix.hasPosition ? fixed(fix.dop.horizontal, 2) : "")
+        f.append(fix.hasPosition ? fixed(horizontalDOP(fix), 2) : "")
         let threeD = fix.hasPosition && fix.mode == .threeDimensional
         f += [threeD ? fixed(fix.altitudeMSL, 3) : "", threeD && fix.altitudeMSL != nil ? "M" : ""]
         f += [threeD ? fixed(fix.geoidSeparation, 3) : "", threeD && fix.geoidSeparation != nil ? "M" : ""]
@@ -78,6 +78,14 @@ public enum NMEASynthesizer {
         appendGGA(fix, to: &out)
         appendGSA(fix, to: &out)
         if satellites { appendGSV(fix, to: &out) }
+    }
+
+    /// GGA's HDOP: the fix's, else — a fix with an error estimate but no DOPs, as a reduced fix is — `eph` / 19 m
+    /// (gpsd's eph = HDOP × 19 m, inverted), so that readers that take the accuracy from HDOP (GeoClue) see a
+    /// reduced fix as coarse (19 m × 99.99 at most, field width), never as exact as an empty HDOP reads.
+    static func horizontalDOP(_ fix: Fix) -> Double? {
+        if let hdop = fix.dop.horizontal { return hdop }
+        return fix.eph.map { min($0 / 19, 99.99) }
     }
 
     /// The checksum of a sentence body (between `$` and `*`): the XOR of its bytes (NMEA 0183 §5.2.1).

@@ -43,7 +43,7 @@ struct ConfigurationTests {
         #expect(c.policy.access == .ask && c.policy.accuracy == .reduced)
         #expect(c.policy.onceLifetime == 3600 && c.policy.askTimeout == 30)
         #expect(c.policy.reducedGrid == 2000 && c.policy.reducedInterval == 900)
-        #expect(c.gpsdListen.isEmpty)
+        #expect(c.gpsdListen.isEmpty && c.nmeaSocket == nil)
     }
 
     @Test("gpsd-listen: addresses separated by spaces, IPv6 in brackets; empty is off")
@@ -66,6 +66,7 @@ struct ConfigurationTests {
             log-level = debug
             max-clients = 50
             client-timeout = 2min
+            nmea-socket = /tmp/x/nmea.sock
 
             [receiver usb]
             type = serial
@@ -105,6 +106,7 @@ struct ConfigurationTests {
             """)
         #expect(c.socketPath == "/tmp/x/l.sock" && c.stateDirectory == "/tmp/x/state" && c.adminGroup == "wheel")
         #expect(c.logLevel == .debug && c.maxClients == 50 && c.clientTimeout == 120)
+        #expect(c.nmeaSocket == "/tmp/x/nmea.sock")
         #expect(c.receivers.map(\.name) == ["usb", "net", "demo"])
         #expect(c.receivers[0].source == .serial(path: "/dev/serial/by-id/usb-u-blox-if00", speed: 38400))
         #expect(c.receivers[0].priority == 10 && c.receivers[0].staleAfter == .seconds(5) && c.receivers[0].allowMissingChecksum)
@@ -161,6 +163,8 @@ struct ConfigurationTests {
         ("[daemon]\nsocket = /a\ngpsd-listen = 127.0.0.1:2947 localhost:2947\n", 3, "gpsd-listen", "'localhost:2947' is not"),
         ("[daemon]\ngpsd-listen = [::1]:99999\n", 2, "gpsd-listen", "is not an address"),
         ("[daemon]\ngpsd-listen = ::1:2947\n", 2, "gpsd-listen", "is not an address"),
+        ("[daemon]\nsocket = /a\nnmea-socket = run/nmea.sock\n", 3, "nmea-socket", "'run/nmea.sock' is not an absolute path"),
+        ("[daemon]\nnmea-socket = /\(String(repeating: "n", count: 110))\n", 2, "nmea-socket", "longer than a Unix socket's path"),
     ])
     func errors(text: String, line: Int, key: String, mentions: String) {
         do {

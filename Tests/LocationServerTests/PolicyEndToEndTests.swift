@@ -93,7 +93,19 @@ struct PolicyEndToEndTests {
         posix_spawn_file_actions_addopen(&actions, 2, started.errors, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
-        guard posix_spawnp(&pid, arguments[0], &actions, nil, argv, environ) == 0 else { throw Errno.current }
+        // The child starts with no signal blocked and the usual dispositions: the test runner's threads block
+        // nearly every signal, and a child inheriting that mask never sees SIGTERM or `timeout`'s SIGALRM.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t(), defaults = sigset_t()
+        sigemptyset(&none)
+        sigemptyset(&defaults)
+        for signal in [SIGTERM, SIGINT, SIGHUP, SIGALRM, SIGPIPE, SIGCHLD] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        guard posix_spawnp(&pid, arguments[0], &actions, &attributes, argv, environ) == 0 else { throw Errno.current }
         posix_spawn_file_actions_destroy(&actions)
         return Started(pid: pid, output: started.output, errors: started.errors)
     }

@@ -88,4 +88,19 @@ struct NMEASynthesizerTests {
         print("gpsdecode read \(matched) of \(original.count) synthesized epochs with a position")
         #expect(matched >= original.count * 9 / 10)
     }
+
+    @Test("GGA's HDOP: the fix's own; else eph / 19 m, at most 99.99 (a reduced fix reads as coarse, never as exact); else empty")
+    func horizontalDOP() throws {
+        func hdop(_ fix: Fix) -> Substring {
+            var out: [UInt8] = []
+            NMEASynthesizer.appendGGA(fix, to: &out)
+            return String(decoding: out, as: UTF8.self).split(separator: ",", omittingEmptySubsequences: false)[8]
+        }
+        var own = Fix(device: nil, mode: .threeDimensional, latitude: -27.2, longitude: 153.0, eph: 30)
+        own.dop.horizontal = 1.2
+        #expect(hdop(own) == "1.20")
+        #expect(hdop(Fix(device: nil, mode: .twoDimensional, latitude: -27.2, longitude: 153.0, eph: 2000)) == "99.99")
+        #expect(hdop(Fix(device: nil, mode: .twoDimensional, latitude: -27.2, longitude: 153.0, eph: 190)) == "10.00")
+        #expect(hdop(Fix(device: nil, mode: .twoDimensional, latitude: -27.2, longitude: 153.0)) == "")
+    }
 }

@@ -66,6 +66,33 @@ extension SystemdIntegration {
             _ = await child.wait(timeout: 2)
         }
 
+        @Test("socket activation with a Unix socket named nmea, passed first: a connection to it starts the daemon, which streams NMEA on it and serves its protocol on the other")
+        func socketActivationNMEA() async throws {
+            let activate = try requireTool("systemd-socket-activate", package: "systemd")
+            let dir = try TemporaryDirectory()
+            let socketPath = dir.path + "/locationd.sock", nmeaPath = dir.path + "/nmea.sock"
+            dir.write("locationd.conf", daemonConfig(directory: dir.path, rate: "20"))
+            // Named, so not taken for the native socket although it comes first.
+            let child = try ChildProcess([activate, "-l", nmeaPath, "-l", socketPath, "--fdname=nmea:locationd",
+                                          Repository.locationd, "--config", dir.path + "/locationd.conf"],
+                                         directory: dir.path, name: "activate")
+            #expect(await eventually(timeout: 5) { FileManager.default.fileExists(atPath: nmeaPath) }, "systemd-socket-activate made no socket")
+            let reader = try LineClient(nmeaPath)
+            var sentences: [String] = []
+            let end = monotonic() + 10
+            while sentences.count < 6, monotonic() < end, let line = await reader.line(timeout: max(0, end - monotonic())) {
+                sentences.append(line)
+            }
+            #expect(sentences.contains { $0.hasPrefix("$GPRMC,") } && sentences.allSatisfy { $0.hasPrefix("$GP") }, "\(sentences)\n\(child.errors)")
+            let client = try LineClient(socketPath)
+            #expect(await client.line(timeout: 5)?.contains("\"class\":\"VERSION\"") == true)
+            #expect(child.errors.contains("socket.activated=yes"), "\(child.errors)")
+            #expect(!child.errors.contains("closing a descriptor systemd passed"), "\(child.errors)")
+            child.kill(SIGTERM)
+            _ = await child.wait(timeout: 2)
+            #expect(FileManager.default.fileExists(atPath: nmeaPath), "the daemon removed the NMEA socket systemd owns")
+        }
+
         @Test("socket activation with a descriptor that is not a listening Unix stream socket is refused")
         func socketActivationWrongSocket() async throws {
             let activate = try requireTool("systemd-socket-activate", package: "systemd")

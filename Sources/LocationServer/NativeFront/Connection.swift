@@ -29,12 +29,16 @@ struct Connection {
     /// The native client's `WATCH` asked for `satellites`: a `SKY` follows each full-accuracy report.
     var wantsSatellites = false
 
-    init(fd: Int32, identity: ClientIdentity, gpsd: Bool = false, now: ContinuousClock.Instant) {
+    init(fd: Int32, identity: ClientIdentity, front: Front = .native, now: ContinuousClock.Instant) {
         self.fd = fd
         self.closer = DescriptorCloser(fd: fd)
         self.identity = identity
-        self.gpsd = gpsd ? GpsdSession() : nil
-        self.speaksGpsd = gpsd
+        switch front {
+        case .native: gpsd = nil
+        case .gpsd: gpsd = GpsdSession()
+        case .nmea: gpsd = GpsdSession(nmeaSocket: true)
+        }
+        self.speaksGpsd = front != .native
         self.meter = RequestMeter(windowStart: now.sinceOrigin)
         self.lastReadProgress = now.sinceOrigin
     }
@@ -70,6 +74,17 @@ struct Connection {
         writeSource = nil
         closer.close()
     }
+}
+
+/// The front a connection came through, which sets its dialect.
+enum Front: Sendable, Equatable {
+    /// The locationd protocol on the Unix socket (docs/PROTOCOL.md).
+    case native
+    /// gpsd's protocol on TCP loopback (`gpsd-listen`, docs/GPSD.md).
+    case gpsd
+    /// NMEA sentences only, on the NMEA socket (`nmea-socket`, for GeoClue): a gpsd session watching in
+    /// `nmea` mode from connect, whose input is ignored.
+    case nmea
 }
 
 struct RequestMeter {

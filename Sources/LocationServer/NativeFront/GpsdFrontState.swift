@@ -7,6 +7,9 @@ import NMEA
 /// was sent, which its `?POLL;` answers repeat (the latest fix this client may see, paced as its stream).
 struct GpsdSession: Sendable {
     var conversation = GpsdConversation()
+    /// A client of the NMEA socket (`nmea-socket`, for GeoClue): watching in `nmea` mode from connect, never
+    /// answered, its input ignored.
+    let isNMEASocket: Bool
     /// The last TPV line this client got (or would have got with `json` off); empty before any.
     var lastTPV: [UInt8] = []
     /// The last SKY line (full accuracy only); empty otherwise.
@@ -15,6 +18,16 @@ struct GpsdSession: Sendable {
     /// NMEA sentences wanted (`nmea`, or `raw`: gpsd's raw mode gets synthesized sentences too — never the
     /// receiver's own bytes, which would pass its position around the policy).
     var wantsNMEA: Bool { conversation.policy.nmea || conversation.policy.raw > 0 }
+
+    /// - Parameter nmeaSocket: a client of the NMEA socket: `enable` and `nmea` on, `json` off, from the start.
+    init(nmeaSocket: Bool = false) {
+        isNMEASocket = nmeaSocket
+        guard nmeaSocket else { return }
+        var watch = GpsdWatchPolicy()
+        watch.enable = true
+        watch.nmea = true
+        conversation = GpsdConversation(watching: watch)
+    }
 }
 
 /// The gpsd front's share of the server state: gpsd's error model per receiver, each fix's gpsd shapes
@@ -24,6 +37,8 @@ struct GpsdFrontState {
     var enabled = false
     /// The TCP listeners' sources and their back-offs, in the order of `NativeFront.gpsdListeners`.
     var accepting: [AcceptThrottle] = []
+    /// The NMEA socket's source and its back-off (`nmea-socket`).
+    var nmeaAccepting = AcceptThrottle()
     /// gpsd's error model of each receiver, by the fixes' `device` (receiver name).
     private var models: [String: GpsdErrorModel] = [:]
     /// The estimates of the latest fix with a position.

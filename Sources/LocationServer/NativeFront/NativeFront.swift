@@ -52,6 +52,8 @@ public final class NativeFront: Sendable {
     public let listener: ListeningSocket
     /// The gpsd front's TCP listeners (`gpsd-listen`); empty: no gpsd front.
     public let gpsdListeners: [TCPListener]
+    /// The NMEA socket (`nmea-socket`, for GeoClue); nil: none.
+    public let nmeaListener: ListeningSocket?
     private let state: Mutex<ServerState>
     /// Socket events and timers. Every queue of the daemon has the default QoS: on Linux libdispatch
     /// gives each worker thread its queue's QoS as a nice value with setpriority(2), and an
@@ -75,12 +77,17 @@ public final class NativeFront: Sendable {
     ///   - receivers: the receivers' status snapshot.
     ///   - release: the daemon's version, for VERSION.
     ///   - gpsdListeners: TCP listeners for the gpsd front (gpsd's protocol, docs/GPSD.md).
+    ///   - nmeaListener: the NMEA socket: Unix-socket clients identified as on `listener`, sent NMEA
+    ///     sentences of the fix they may see, from connect (docs/GPSD.md "GeoClue").
     public init(listener: ListeningSocket, limits: ServerLimits, rules: PolicyRules, adminGroup: String, store: PolicyStore,
-                receivers: any ReceiverStatusProvider, log: Log, release: String, gpsdListeners: [TCPListener] = []) {
+                receivers: any ReceiverStatusProvider, log: Log, release: String, gpsdListeners: [TCPListener] = [],
+                nmeaListener: ListeningSocket? = nil) {
         self.listener = listener
         // Every request is checked against the process that connected (`ServerState.readable`).
         _ = PeerProcess.passCredentials(listener.fileDescriptor)
+        if let nmeaListener { _ = PeerProcess.passCredentials(nmeaListener.fileDescriptor) }
         self.gpsdListeners = gpsdListeners
+        self.nmeaListener = nmeaListener
         self.store = store
         self.log = log
         let policy = PolicyState(rules: rules, grants: store.initialGrants, adminGroup: adminGroup)
@@ -95,9 +102,15 @@ public final class NativeFront: Sendable {
     public func start() {
         state.withLock { s in
             let source = DispatchSource.makeReadSource(fileDescriptor: listener.fileDescriptor, queue: queue)
-            source.setEventHandler { [weak self] in self?.acceptAll() }
+            source.setEventHandler { [weak self] in self?.acceptAll(.unix) }
             s.accepting.source = source
             source.resume()
+            if let nmea = nmeaListener {
+                let source = DispatchSource.makeReadSource(fileDescriptor: nmea.fileDescriptor, queue: queue)
+                source.setEventHandler { [weak self] in self?.acceptAll(.nmea) }
+                s.gpsdFront.nmeaAccepting.source = source
+                source.resume()
+            }
             for (index, gpsd) in gpsdListeners.enumerated() {
                 let source = DispatchSource.makeReadSource(fileDescriptor: gpsd.fileDescriptor, queue: queue)
                 source.setEventHandler { [weak self] in self?.acceptAllGpsd(index) }
@@ -227,19 +240,23 @@ public final class NativeFront: Sendable {
 
     // MARK: - Accepting
 
-    private func acceptAll() {
+    /// Accepts the waiting clients of a Unix listener: the native front's (`.unix`) or the NMEA socket
+    /// (`.nmea`); each is identified from the kernel (`ClientIdentity.ofPeer`) before it is served.
+    private func acceptAll(_ which: ServerState.Listener) {
+        guard let socket = which == .nmea ? nmeaListener : listener else { return }
+        let front: Front = which == .nmea ? .nmea : .native
         while true {
-            switch listener.accept() {
+            switch socket.accept() {
             case .success(let fd):
                 let uid = try? PeerCredentials(socket: fd).uid
-                waitForIdentity(fd, uid: uid, gpsdListener: nil) { [weak self] in self?.identify(fd) }
+                waitForIdentity(fd, uid: uid, listener: which, front: front) { [weak self] in self?.identify(fd, front: front) }
             case .failure(.wouldBlock):
                 return
             case .failure(let e):
                 // Out of descriptors or memory: the pending connection stays in the backlog, and the
                 // listening socket stays readable — back off instead of spinning on it.
                 let now = Moment.now()
-                withState { $0.acceptFailed(e, at: now.monotonic) }
+                withState { $0.acceptFailed(e, at: now.monotonic, listener: which) }
                 return
             }
         }
@@ -252,12 +269,14 @@ public final class NativeFront: Sendable {
             switch gpsdListeners[index].accept() {
             case .success(let fd):
                 let owner = Result { () throws(TCPPeerRefusal) in try ClientIdentity.tcpPeerOwner(socket: fd) }
-                waitForIdentity(fd, uid: try? owner.get().uid, gpsdListener: index) { [weak self] in self?.identifyGpsd(fd, owner: owner) }
+                waitForIdentity(fd, uid: try? owner.get().uid, listener: .gpsd(index), front: .gpsd) { [weak self] in
+                    self?.identifyGpsd(fd, owner: owner)
+                }
             case .failure(.wouldBlock):
                 return
             case .failure(let e):
                 let now = Moment.now()
-                withState { $0.acceptFailed(e, at: now.monotonic, gpsdListener: index) }
+                withState { $0.acceptFailed(e, at: now.monotonic, listener: .gpsd(index)) }
                 return
             }
         }
@@ -265,13 +284,14 @@ public final class NativeFront: Sendable {
 
     /// Queues the identification of connection `fd` of `uid` in its user's turn (`PendingIdentifications`),
     /// or refuses the connection when its user has too many waiting.
-    private func waitForIdentity(_ fd: Int32, uid: UInt32?, gpsdListener: Int?, _ work: @escaping PendingIdentifications.Work) {
+    private func waitForIdentity(_ fd: Int32, uid: UInt32?, listener: ServerState.Listener, front: Front,
+                                 _ work: @escaping PendingIdentifications.Work) {
         var waits = false
         withState { s in
-            s.acceptSucceeded(gpsdListener: gpsdListener)
+            s.acceptSucceeded(listener)
             waits = s.pending.enqueue(uid, work)
         }
-        guard waits else { return refuseUnidentified(fd, uid: uid, gpsd: gpsdListener != nil) }
+        guard waits else { return refuseUnidentified(fd, uid: uid, front: front) }
         // One run per queued connection; each runs whichever connection's turn it is then.
         identityQueue.async { [weak self] in
             var next: PendingIdentifications.Work?
@@ -295,23 +315,29 @@ public final class NativeFront: Sendable {
         let now = Moment.now()
         withState {
             $0.noteUsers([(uid: identity.uid, inUse: inUse)], at: now)
-            _ = $0.admit(fd, identity: identity, gpsd: true, at: now)
+            _ = $0.admit(fd, identity: identity, front: .gpsd, at: now)
         }
     }
 
     /// A connection beyond `PendingIdentifications`' bounds: told why (the native protocol's ERROR, gpsd's
-    /// ERROR) and closed at once, so that it holds no descriptor and no place on the identity queue.
-    private func refuseUnidentified(_ fd: Int32, uid: UInt32?, gpsd: Bool) {
+    /// ERROR; an NMEA reader nothing) and closed at once, so that it holds no descriptor and no place on the
+    /// identity queue.
+    private func refuseUnidentified(_ fd: Int32, uid: UInt32?, front: Front) {
         let why = "too many connections of this user waiting to be identified; try again"
         var refusal: [UInt8] = []
-        if gpsd { GpsdResponses.appendError(why, to: &refusal) } else { refusal = ServerMessage.error(request: "?", message: why) }
-        _ = refusal.withUnsafeBytes { sendNoSignal(fd, $0) }
+        switch front {
+        case .native: refusal = ServerMessage.error(request: "?", message: why)
+        case .gpsd: GpsdResponses.appendError(why, to: &refusal)
+        case .nmea: break
+        }
+        if !refusal.isEmpty { _ = refusal.withUnsafeBytes { sendNoSignal(fd, $0) } }
         FileDescriptorOps.close(fd)
         log.client(.warning, "client refused", uid: uid, ["client.uid": uid.map(String.init) ?? "?", "reason": why])
     }
 
     /// Reads a new client's identity from the kernel (off the fan-out queue), then admits it.
-    private func identify(_ fd: Int32) {
+    /// - Parameter front: `.native` or `.nmea` (both Unix sockets).
+    private func identify(_ fd: Int32, front: Front) {
         _ = PeerProcess.passCredentials(fd)
         let identity: ClientIdentity
         do {
@@ -321,8 +347,10 @@ public final class NativeFront: Sendable {
                 // The program that connected is gone (it exited, leaving the socket to another process,
                 // e.g. a child): nobody can be identified, so nobody is served.
                 log.client(.warning, "client refused: the connecting process exited before it was identified", uid: nil)
-                let refusal = ServerMessage.error(request: "?", message: "the connecting process exited before it could be identified")
-                _ = refusal.withUnsafeBytes { sendNoSignal(fd, $0) }
+                if front == .native {
+                    let refusal = ServerMessage.error(request: "?", message: "the connecting process exited before it could be identified")
+                    _ = refusal.withUnsafeBytes { sendNoSignal(fd, $0) }
+                }
             } else {
                 log.client(.warning, "client refused: no peer credentials", uid: nil, ["errno": error.description])
             }
@@ -334,7 +362,7 @@ public final class NativeFront: Sendable {
         let now = Moment.now()
         withState {
             $0.noteUsers([(uid: identity.uid, inUse: inUse)], at: now)
-            _ = $0.admit(fd, identity: identity, at: now)
+            _ = $0.admit(fd, identity: identity, front: front, at: now)
         }
     }
 }

@@ -16,6 +16,8 @@ extension ServerState {
             refuse(id, "flooding: more than \(limits.maxRequestsPerSecond) requests in a second")
             return
         }
+        // The NMEA socket asks nothing and is answered nothing: what it sends is read and dropped.
+        guard !session.isNMEASocket else { return }
         let reports = context.receivers.receiverReports()
         let devices = GpsdFrontState.devices(reports)
         for r in reports { gpsdFront.devicePaths[r.name] = r.path ?? r.name }
@@ -40,6 +42,13 @@ extension ServerState {
         } else if !reply.pollOffsets.isEmpty, !session.conversation.policy.enable {
             gpsdAskIfUndetermined(id, request: "POLL", at: now)
         }
+    }
+
+    /// A client of the NMEA socket (GeoClue) was admitted: it watches in `nmea` mode from now on, as a gpsd
+    /// client after `?WATCH={"enable":true,"nmea":true}` — its rule decides, or under `ask` the agents are
+    /// asked on its behalf now. Until allowed it gets nothing at all (no sentence without a fix it may see).
+    mutating func nmeaSocketConnected(_ id: Int, at now: Moment) {
+        gpsdStartWatching(id, request: "NMEA", at: now)
     }
 
     /// What `?POLL;` answers with: the last report the client was sent (or, not watching but authorized

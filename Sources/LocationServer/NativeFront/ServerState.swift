@@ -85,15 +85,20 @@ struct ServerState {
 
     /// A client identified by the kernel: admitted (greeted with VERSION), or refused when the server is
     /// full or stopping. Returns its id, or nil when refused (the socket is closed).
-    /// - Parameter gpsd: a client of the gpsd front (greeted with gpsd's VERSION; speaks gpsd's protocol).
-    mutating func admit(_ fd: Int32, identity: ClientIdentity, gpsd: Bool = false, at now: Moment) -> Int? {
+    /// - Parameter front: `.gpsd`: greeted with gpsd's VERSION, speaks gpsd's protocol; `.nmea`: greeted with
+    ///   nothing, gets NMEA sentences from now on as far as the policy lets it (`nmeaSocketConnected`).
+    mutating func admit(_ fd: Int32, identity: ClientIdentity, front: Front = .native, at now: Moment) -> Int? {
         let id = nextID
         nextID += 1
-        var connection = Connection(fd: fd, identity: identity, gpsd: gpsd, now: now.monotonic)
+        var connection = Connection(fd: fd, identity: identity, front: front, now: now.monotonic)
         if let why = refusal(of: identity) {
             var refusal: [UInt8] = []
-            if gpsd { GpsdResponses.appendError(why, to: &refusal) } else { refusal = ServerMessage.error(request: "?", message: why) }
-            _ = try? connection.output.send(refusal, isLocation: false, on: fd)
+            switch front {
+            case .native: refusal = ServerMessage.error(request: "?", message: why)
+            case .gpsd: GpsdResponses.appendError(why, to: &refusal)
+            case .nmea: break  // An NMEA reader takes sentences only: closed without a word (the log says why).
+            }
+            if !refusal.isEmpty { _ = try? connection.output.send(refusal, isLocation: false, on: fd) }
             connection.closeSocket()
             context.log.client(.warning, "client refused", uid: identity.uid, connection.context(id, reason: why))
             return nil
@@ -104,12 +109,15 @@ struct ServerState {
         context.log.client(.info, "client connected", uid: identity.uid, connection.context(id))
         effects.append(.watchReadable(id))
         armSweep()
-        if gpsd {
+        switch front {
+        case .native:
+            send(id, ServerMessage.version(release: context.release))
+        case .gpsd:
             var version: [UInt8] = []
             GpsdResponses.appendVersion(to: &version)
             send(id, version, gpsd: true)
-        } else {
-            send(id, ServerMessage.version(release: context.release))
+        case .nmea:
+            nmeaSocketConnected(id, at: now)
         }
         return id
     }
@@ -131,9 +139,14 @@ struct ServerState {
     }
 
     /// accept(2) failed: accepting pauses for a back-off, and the failure is logged at a bounded rate.
-    /// - Parameter gpsdListener: the index of the gpsd front's listener that failed; nil for the Unix socket.
-    mutating func acceptFailed(_ error: Errno, at now: ContinuousClock.Instant, gpsdListener: Int? = nil) {
-        let (resumeAfter, failures) = gpsdListener.map { gpsdFront.accepting[$0].failed(at: now) } ?? accepting.failed(at: now)
+    /// - Parameter listener: the listener that failed.
+    mutating func acceptFailed(_ error: Errno, at now: ContinuousClock.Instant, listener: Listener = .unix) {
+        let (resumeAfter, failures): (Duration?, Int?)
+        switch listener {
+        case .unix: (resumeAfter, failures) = accepting.failed(at: now)
+        case .gpsd(let index): (resumeAfter, failures) = gpsdFront.accepting[index].failed(at: now)
+        case .nmea: (resumeAfter, failures) = gpsdFront.nmeaAccepting.failed(at: now)
+        }
         if let failures {
             context.log.warning("accept failed; backing off", ["errno": error.description, "failures": String(failures),
                                                                 "clients": String(connections.count)])
@@ -142,9 +155,22 @@ struct ServerState {
     }
 
     /// A connection was accepted: that listener's back-off starts from the shortest again.
-    /// - Parameter gpsdListener: the index of the gpsd front's listener; nil for the Unix socket.
-    mutating func acceptSucceeded(gpsdListener: Int? = nil) {
-        if let index = gpsdListener { gpsdFront.accepting[index].succeeded() } else { accepting.succeeded() }
+    mutating func acceptSucceeded(_ listener: Listener = .unix) {
+        switch listener {
+        case .unix: accepting.succeeded()
+        case .gpsd(let index): gpsdFront.accepting[index].succeeded()
+        case .nmea: gpsdFront.nmeaAccepting.succeeded()
+        }
+    }
+
+    /// The daemon's listening sockets.
+    enum Listener: Sendable, Equatable {
+        /// The native front's Unix socket.
+        case unix
+        /// The gpsd front's TCP listener at this index of `NativeFront.gpsdListeners`.
+        case gpsd(Int)
+        /// The NMEA socket (`nmea-socket`).
+        case nmea
     }
 
     /// Closes a client: its POLLs, its one-time grant and its questions to agents end with it.
@@ -184,6 +210,7 @@ struct ServerState {
         stopped = true
         accepting.cancel()
         for i in gpsdFront.accepting.indices { gpsdFront.accepting[i].cancel() }
+        gpsdFront.nmeaAccepting.cancel()
         let goodbye = ServerMessage.error(request: "?", message: reason)
         for id in connections.keys.sorted() {
             send(id, goodbye)
@@ -315,6 +342,7 @@ struct ServerState {
         case .resumeAccepting:
             accepting.resume()
             for i in gpsdFront.accepting.indices { gpsdFront.accepting[i].resume() }
+            gpsdFront.nmeaAccepting.resume()
         case let .grantsSaved(admin, request, error, extra):
             guard let admin else { return }
             if let error {

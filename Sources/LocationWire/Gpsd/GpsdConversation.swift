@@ -9,6 +9,12 @@ public struct GpsdConversation: Sendable {
 
     public init() {}
 
+    /// A conversation whose watch settings are `policy` from the start, without a `?WATCH` (an NMEA socket's
+    /// client: watching, NMEA only, from connect).
+    public init(watching policy: GpsdWatchPolicy) {
+        self.policy = policy
+    }
+
     /// What one read from the client produced.
     public struct Reply: Hashable, Sendable {
         /// The bytes to send back, in order (CR LF-terminated objects); empty when gpsd would say nothing.
