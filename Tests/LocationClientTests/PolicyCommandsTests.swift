@@ -121,6 +121,14 @@ struct PolicyCommandsTests {
         #expect(revoked.status == 77, "\(revoked)")
         #expect((await runLocationctl(["grants"] + socket)).stdout == "no grants\n")
 
+        // When In Use, granted ahead by the administrator, is listed as such (not as "always").
+        let whenInUse = await runLocationctl(["grant", "--executable", Tools.locationctl, "--user", "0", "--when-in-use"] + socket)
+        #expect(whenInUse.status == 0 && whenInUse.stdout.hasPrefix("granted When In Use access to"), "\(whenInUse)")
+        let listed = await runLocationctl(["grants"] + socket)
+        let row = listed.stdout.split(separator: "\n").first { $0.contains("locationctl") } ?? ""
+        #expect(row.hasPrefix("when in use ") && !row.contains("always"), "\(listed)")
+        #expect((await runLocationctl(["revoke", "--executable", Tools.locationctl] + socket)).status == 0)
+
         // The audit trail: every decision, the deliveries, the grant and the revoke.
         let audit = await runLocationctl(["audit"] + socket)
         #expect(audit.status == 0, "\(audit)")
