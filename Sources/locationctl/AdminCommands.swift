@@ -3,6 +3,7 @@ import Glibc
 #endif
 import LocationClient
 import LocationCore
+import LocationWire
 
 /// Connects, runs `body`, and turns client errors into exit codes (77 for a permission error).
 private func withClient(_ command: String, socketPath: String?, _ body: (LocationClient) async throws -> ExitCode) async -> ExitCode {
@@ -102,7 +103,8 @@ enum GrantsCommand {
 
     /// One table: GRANT, SUBJECT, ACCURACY, SINCE, EXPIRES, DECIDED BY.
     static func render(_ list: GrantList) -> String {
-        guard !list.persistent.isEmpty || !list.preapproved.isEmpty || !list.once.isEmpty else { return "no grants\n" }
+        let uplinks = renderUplinks(list.uplinks)
+        guard !list.persistent.isEmpty || !list.preapproved.isEmpty || !list.once.isEmpty else { return "no grants\n" + uplinks }
         var rows = [["GRANT", "SUBJECT", "ACCURACY", "SINCE", "EXPIRES", "DECIDED BY"]]
         for grant in list.persistent {
             let allowed = grant.allowed == true
@@ -124,7 +126,20 @@ enum GrantsCommand {
             rows.append(["once, live", client, grant.accuracy?.rawValue ?? "-", humanTime(grant.granted),
                          humanTime(grant.expires), "-"])
         }
-        return renderTable(rows)
+        return renderTable(rows) + uplinks
+    }
+
+    /// The uplinks, after the grants: UPLINK, BROKER, ACCURACY (what the policy lets it have), FORMAT,
+    /// SHARING, with the reason under each row when the policy caps or denies what its section asks.
+    static func renderUplinks(_ uplinks: [ServerMessage.Grants.Uplink]) -> String {
+        guard !uplinks.isEmpty else { return "" }
+        var rows = [["UPLINK", "BROKER", "ACCURACY", "FORMAT", "SHARING"]]
+        var notes: [Int: String] = [:]
+        for uplink in uplinks {
+            rows.append([uplink.name, uplink.broker, uplink.accuracy?.rawValue ?? "none", uplink.format, uplink.sharing ? "on" : "paused"])
+            if uplink.accuracy != uplink.requested, let reason = uplink.reason { notes[rows.count - 1] = reason }
+        }
+        return "\n" + renderTable(rows, notes: notes)
     }
 }
 

@@ -194,7 +194,10 @@ final class UplinkDaemon {
     static var capture: String { root + "/Demo/haicom-305N.log" }
     static func binary(_ name: String) -> String { BuiltProducts.directory(containing: "locationd") + "/" + name }
 
-    init(scratch: Scratch, uplink: String, rate: String = "10", policy: String = "", capture: String = UplinkDaemon.capture) throws {
+    /// - Parameter policy: the `[policy]` section's lines after `access = ask` (no agent runs: clients get
+    ///   nothing); by default full accuracy, which the uplinks then get as their sections ask. More
+    ///   sections (a `[client]` rule) may follow.
+    init(scratch: Scratch, uplink: String, rate: String = "10", policy: String = "accuracy = full", capture: String = UplinkDaemon.capture) throws {
         self.scratch = scratch
         _ = scratch.write("locationd.conf", """
             [daemon]
@@ -209,7 +212,7 @@ final class UplinkDaemon {
             loop = no
 
             [policy]
-            access = deny
+            access = ask
             \(policy)
 
             [uplink fleet]
