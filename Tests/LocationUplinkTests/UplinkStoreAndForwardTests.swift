@@ -67,9 +67,9 @@ struct UplinkStoreAndForwardTests {
         #expect(eventually(20) { daemon.log.contains("uplink spool full") }, "\(daemon.log)")
         sleep(2)
         let spoolPath = scratch.path + "/state/uplink-fleet.spool"
-        #expect(eventually(10) { (try? String(contentsOfFile: spoolPath, encoding: .utf8))?.contains(String(expected.keys.max() ?? 0)) == true })
+        #expect(eventually(10) { spooledReports(spoolPath).reports.map(\.tst).contains(expected.keys.max() ?? 0) })
         daemon.stop()
-        let spooled = locations((try? String(contentsOfFile: spoolPath, encoding: .utf8)) ?? "")
+        let spooled = spooledReports(spoolPath).reports
         #expect(spooled.count == 5, "\(spooled.map(\.tst)) spooled")
         // Held: what was in flight when the broker went (libmosquitto resends it), then the newest of the
         // capture; the oldest of those made during the outage were dropped.
@@ -89,6 +89,6 @@ struct UplinkStoreAndForwardTests {
         #expect(Set(arrivals) == received.union(wanted), "nothing but the spool arrives after the restart")
         #expect(arrivals == arrivals.sorted(), "out of order: \(arrivals)")
         #expect(again.log.contains("uplink spool loaded"), "\(again.log)")
-        #expect(eventually(10) { access(spoolPath, F_OK) != 0 }, "the spool is emptied once the broker acknowledged it")
+        #expect(eventually(10) { spooledReports(spoolPath).reports.isEmpty }, "the spool is emptied once the broker acknowledged it")
     }
 }

@@ -309,3 +309,24 @@ struct Certificates {
         }
     }
 }
+
+/// The reports a spool file holds, read as docs and locationd.conf(5) describe the journal — `+SEQ JSON`
+/// adds, `-SEQ` removes, a last line without its line end is not there yet — oldest first; and the
+/// number of records (lines) in the file.
+func spooledReports(_ path: String) -> (reports: [OwnTracksLocation], records: Int) {
+    guard let data = FileManager.default.contents(atPath: path) else { return ([], 0) }
+    var text = String(decoding: data, as: UTF8.self)
+    if let end = text.lastIndex(of: "\n") { text = String(text[...end]) } else { text = "" }
+    var added: [(Int, String)] = []
+    var removed = Set<Int>()
+    let lines = text.split(separator: "\n")
+    for line in lines {
+        if line.hasPrefix("+"), let space = line.firstIndex(of: " "), let sequence = Int(line[line.index(after: line.startIndex)..<space]) {
+            added.append((sequence, String(line[line.index(after: space)...])))
+        } else if line.hasPrefix("-"), let sequence = Int(line.dropFirst()) {
+            removed.insert(sequence)
+        }
+    }
+    let held = added.filter { !removed.contains($0.0) }.sorted { $0.0 < $1.0 }.map(\.1).joined(separator: "\n")
+    return (locations(held), lines.count)
+}
