@@ -27,19 +27,20 @@ struct UplinkStoreAndForwardTests {
         return locations(output).map(\.tst).filter { seen.insert($0).inserted }
     }
 
-    @Test("broker stopped mid-replay for 6 s, then restarted: every report of the capture arrives, each tst once, in order")
+    @Test("broker stopped mid-replay for 30 s, then restarted: every report of the capture arrives, each tst once, in order")
     func outage() throws {
         let expected = try decodedPositions()
         let scratch = try Scratch()
         let broker = try Broker(scratch: scratch, persistent: true)
         let passwordFile = scratch.write("fleet.password", Broker.password + "\n", mode: 0o600)
-        let reports = try broker.subscribe("fleet/fleet", seconds: 90, name: "reports", session: "consumer")
-        // 74 epochs at 4× the capture's pace: about 19 s.
-        let daemon = try UplinkDaemon(scratch: scratch, uplink: Self.section(port: broker.port, passwordFile: passwordFile), rate: "4")
+        let reports = try broker.subscribe("fleet/fleet", seconds: 120, name: "reports", session: "consumer")
+        // The capture's 71 s at 1.5× its pace: about 47 s, so that the 30 s outage falls inside the replay.
+        let daemon = try UplinkDaemon(scratch: scratch, uplink: Self.section(port: broker.port, passwordFile: passwordFile), rate: "1.5")
         #expect(eventually(15) { locations(reports.output).count >= 10 }, "\(daemon.log)")
         broker.stop(SIGTERM)
         let before = Set(locations(reports.output).map(\.tst)).count
-        sleep(6)
+        sleep(30)
+        #expect(!daemon.log.contains("end of file"), "the replay ended during the outage")
         #expect(daemon.log.contains("uplink not connected"), "\(daemon.log)")
         try broker.start()
         #expect(eventually(60) { Set(locations(reports.output).map(\.tst)).count >= expected.count }, "\(daemon.log)")
