@@ -137,7 +137,9 @@ public final class MQTTUplink: @unchecked Sendable {
         mosquitto_log_callback_set(mosq) { _, object, level, text in
             guard let object, let text, level & Int32(MOSQ_LOG_ERR) != 0 else { return }
             let uplink = Unmanaged<MQTTUplink>.fromOpaque(object).takeUnretainedValue()
-            if !uplink.state.withLock({ $0.connected }) { uplink.noteProblem(String(cString: text)) }
+            guard !uplink.state.withLock({ $0.connected }) else { return }
+            let message = String(cString: text)
+            uplink.noteProblem(message.hasPrefix("OpenSSL") ? UplinkProblem.tls(message, clientCertificate: uplink.configuration.certFile != nil) : message)
         }
         mosquitto_connect_callback_set(mosq) { _, object, code in
             guard let object else { return }
@@ -176,7 +178,12 @@ public final class MQTTUplink: @unchecked Sendable {
         let broker = configuration.broker
         let code = delay == 1 ? mosquitto_connect_async(handle, broker.host, Int32(broker.port), 30) : mosquitto_reconnect_async(handle)
         guard code == MOSQ_ERR_SUCCESS.rawValue else {
-            noteProblem("cannot connect to \(broker): \(Self.describe(code))")
+            let failure = "cannot connect to \(broker): \(Self.describe(code))"
+            // EPROTO with no OpenSSL error logged just before: the broker closed the TLS handshake.
+            let tlsClosed = broker.tls && code == MOSQ_ERR_ERRNO.rawValue && errno == EPROTO
+            if !(tlsClosed && UplinkProblem.isSpecific(state.withLock { $0.problem })) {
+                noteProblem(tlsClosed ? UplinkProblem.tlsHandshake(failure, clientCertificate: configuration.certFile != nil) : failure)
+            }
             DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(delay)) { [weak self] in
                 self?.connect(retryingAfter: min(delay * 2, 30))
             }
@@ -346,12 +353,14 @@ public final class MQTTUplink: @unchecked Sendable {
     }
 
     private func didDisconnect(_ code: Int32) {
-        let (stopped, refused) = state.withLock { s -> (Bool, Bool) in
-            s.connected = false
-            return (s.stopped, s.problem?.hasPrefix("broker refused") == true)
+        let (stopped, wasConnected, specific) = state.withLock { s -> (Bool, Bool, Bool) in
+            defer { s.connected = false }
+            return (s.stopped, s.connected, UplinkProblem.isSpecific(s.problem))
         }
-        // A refused CONNECT ends in a disconnect too: the broker's reason is the one to keep.
-        if !stopped && !refused { noteProblem("connection to \(configuration.broker) lost: \(Self.describe(code))") }
+        // A refused CONNECT or a failed TLS handshake ends in a disconnect too: their reason is the one to keep.
+        guard !stopped, wasConnected || !specific else { return }
+        let lost = "connection to \(configuration.broker) lost: \(Self.describe(code))"
+        noteProblem(!wasConnected && configuration.broker.tls ? UplinkProblem.tlsHandshake(lost, clientCertificate: configuration.certFile != nil) : lost)
     }
 
     /// The broker acknowledged message `mid` (or, QoS 0, libmosquitto sent it): the report leaves the
@@ -380,23 +389,4 @@ public final class MQTTUplink: @unchecked Sendable {
     static func describe(_ code: Int32) -> String {
         code == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : String(cString: mosquitto_strerror(code))
     }
-}
-
-/// An uplink's state for `locationctl status`.
-public struct UplinkStatus: Sendable {
-    public var name: String
-    public var broker: String
-    public var topic: String
-    public var accuracy: AccuracyAuthorization
-    public var connected: Bool
-    /// The sharing switch is on.
-    public var sharing: Bool
-    /// Why it is not connected, when it is not.
-    public var problem: String?
-    /// Reports waiting for the broker's acknowledgement.
-    public var spooled: Int
-    /// Reports the broker acknowledged since start.
-    public var sent: Int
-    /// Reports dropped from a full spool since start.
-    public var dropped: Int
 }

@@ -117,6 +117,9 @@ final class Broker {
 
     /// The TLS listener's port (certificates from `Certificates`), when it has one.
     private(set) var tlsPort: UInt16?
+    /// A second TLS listener that requires a client certificate signed by the test CA
+    /// (`require_certificate true`), when there is a TLS listener.
+    private(set) var clientCertificatePort: UInt16?
 
     init(scratch: Scratch, persistent: Bool = false, tls: Certificates? = nil) throws {
         self.scratch = scratch
@@ -126,7 +129,10 @@ final class Broker {
         if tls != nil {
             let probe = try TCPListener(address: try #require(TCPAddress(parsing: "127.0.0.1:0")))
             tlsPort = try #require(probe.address?.port)
+            let second = try TCPListener(address: try #require(TCPAddress(parsing: "127.0.0.1:0")))
+            clientCertificatePort = try #require(second.address?.port)
             probe.close()
+            second.close()
         }
         let passwords = scratch.write("passwd", "", mode: 0o600)
         let made = try Spawned(["mosquitto_passwd", "-b", passwords, Self.user, Self.password], output: scratch.path + "/passwd.log")
@@ -137,6 +143,7 @@ final class Broker {
             allow_anonymous false
             password_file \(passwords)
             \(tls.map { "listener \(tlsPort ?? 0) 127.0.0.1\ncafile \($0.caFile)\ncertfile \($0.serverCert)\nkeyfile \($0.serverKey)" } ?? "")
+            \(tls.map { "listener \(clientCertificatePort ?? 0) 127.0.0.1\ncafile \($0.caFile)\ncertfile \($0.serverCert)\nkeyfile \($0.serverKey)\nrequire_certificate true" } ?? "")
             persistence \(persistent ? "true" : "false")
             persistence_location \(scratch.path)/
             log_dest stderr
@@ -277,13 +284,18 @@ func locations(_ output: String) -> [OwnTracksLocation] {
     output.split(separator: "\n").compactMap { try? JSONDecoder().decode(OwnTracksLocation.self, from: Data($0.utf8)) }
 }
 
-/// A certificate authority and a broker certificate for 127.0.0.1 made by openssl in the test, and a
-/// second authority that signed nothing (a client trusting only it must refuse the broker).
+/// A certificate authority and a broker certificate for 127.0.0.1 made by openssl in the test, a
+/// second authority (a client trusting only it must refuse the broker), and two client certificates:
+/// one the test CA signed, one the other authority signed (a broker requiring the test CA's refuses it).
 struct Certificates {
     let caFile: String
     let serverCert: String
     let serverKey: String
     let otherCA: String
+    let clientCert: String
+    let clientKey: String
+    let strangerCert: String
+    let strangerKey: String
 
     init(in scratch: Scratch) throws {
         let d = scratch.path
@@ -291,6 +303,10 @@ struct Certificates {
         serverCert = d + "/server.crt"
         serverKey = d + "/server.key"
         otherCA = d + "/other-ca.crt"
+        clientCert = d + "/client.crt"
+        clientKey = d + "/client.key"
+        strangerCert = d + "/stranger.crt"
+        strangerKey = d + "/stranger.key"
         let script = """
             set -e
             cd \(d)
@@ -299,11 +315,15 @@ struct Certificates {
             openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=127.0.0.1
             printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > san.ext
             openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt -days 2 -extfile san.ext
+            openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr -subj /CN=van7
+            openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out client.crt -days 2
+            openssl req -newkey rsa:2048 -nodes -keyout stranger.key -out stranger.csr -subj /CN=van7
+            openssl x509 -req -in stranger.csr -CA other-ca.crt -CAkey other-ca.key -CAcreateserial -out stranger.crt -days 2
             chmod 644 server.key
             """
         let openssl = try Spawned(["sh", "-c", script], output: d + "/openssl.log")
         #expect(openssl.wait(seconds: 60))
-        guard access(serverCert, R_OK) == 0 else {
+        guard access(serverCert, R_OK) == 0, access(strangerCert, R_OK) == 0 else {
             Issue.record("openssl failed: \(openssl.output)")
             throw Errno.noSuchFileOrDirectory
         }
