@@ -23,8 +23,11 @@ public final class UplinkSpool: @unchecked Sendable {
     public let path: String
     /// The descriptor records are appended to (O_APPEND), open after `open`.
     private var fd: Int32 = -1
-    /// Reports in the file now (added and not removed).
-    public private(set) var held = 0
+    /// Reports in the file now (added and not removed): the sequence numbers, so that a removal of one
+    /// never written (dropped before its turn) is not written either.
+    private var live = Set<UInt64>()
+    /// How many reports the file holds now.
+    public var held: Int { live.count }
     /// Removal records and removed reports in the file: what a compaction would save, in records.
     private var dead = 0
 
@@ -42,8 +45,11 @@ public final class UplinkSpool: @unchecked Sendable {
 
     /// One report held: its sequence number and bytes.
     public struct Report: Sendable, Equatable {
+        /// Its number in the journal (`+SEQ`), increasing with each report the uplink accepts.
         public var sequence: UInt64
+        /// The report as published: one JSON object (OwnTracks or TPV), UTF-8, without a line end.
         public var payload: [UInt8]
+        /// Makes the value; each parameter is the property of the same name.
         public init(sequence: UInt64, payload: [UInt8]) {
             self.sequence = sequence
             self.payload = payload
@@ -68,11 +74,13 @@ public final class UplinkSpool: @unchecked Sendable {
     public func append(removed: [UInt64], added: [Report], sync: Bool) throws(UplinkSpoolError) {
         guard !removed.isEmpty || !added.isEmpty else { return }
         try openForAppend()
-        if added.isEmpty && held == removed.count {
+        let removed = removed.filter { live.contains($0) }
+        guard !removed.isEmpty || !added.isEmpty else { return }
+        if added.isEmpty && live.count == removed.count {
             // Nothing left: an empty file says so without a record (and without fsync: a stale file
             // only sends its reports again).
             if ftruncate(fd, 0) != 0 { throw UplinkSpoolError(path: path, operation: "ftruncate", errno: errno) }
-            held = 0
+            live = []
             dead = 0
             return
         }
@@ -91,7 +99,8 @@ public final class UplinkSpool: @unchecked Sendable {
         }
         try Self.writeAll(fd, bytes, path: path)
         if sync && fdatasync(fd) != 0 { throw UplinkSpoolError(path: path, operation: "fdatasync", errno: errno) }
-        held += added.count - removed.count
+        live.subtract(removed)
+        live.formUnion(added.map(\.sequence))
         dead += 2 * removed.count
     }
 
@@ -125,7 +134,7 @@ public final class UplinkSpool: @unchecked Sendable {
         guard rename(temporary, path) == 0 else { throw UplinkSpoolError(path: path, operation: "rename", errno: errno) }
         try syncDirectory()
         if fd >= 0 { close(fd); fd = -1 }
-        held = reports.count
+        live = Set(reports.map(\.sequence))
         dead = 0
         try openForAppend()
     }
