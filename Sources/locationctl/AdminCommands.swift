@@ -76,7 +76,9 @@ enum GrantsCommand {
         Lists locationd's grants (root or the daemon's admin-group only), one row each: stored
         decisions ('always' grants and remembered refusals), pre-approved one-time grants, and the
         live one-time grants of connected programs, with the accuracy granted, when it was made, when
-        it expires and who decided.
+        it expires and who decided. Then the fleet uplinks: name, broker, the accuracy each gets (its
+        section's, capped by the policy; none when a rule denies it), format, and whether sharing is
+        on or paused, with the reason under the row when the policy gives less than the section asks.
 
         options:
           --json          print the GRANTS object exactly as received instead
