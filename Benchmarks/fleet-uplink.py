@@ -92,8 +92,11 @@ def main():
             with open(d + "/locationd.conf", "w") as f:
                 f.write("[daemon]\nsocket = %s/s.sock\nstate-directory = %s/state\nlog-level = notice\n\n"
                         "[receiver gnss]\ntype = serial\npath = %s\nspeed = 9600\n\n[policy]\naccess = deny\n\n"
+                        # The uplinks are the daemon's own service to the policy: this rule lets them have
+                        # full accuracy while every client is denied.
+                        "[client uplinks]\nexecutable = %s\naccess = always\naccuracy = full\n\n"
                         "[uplink fleet]\ntype = mqtt\nbroker = mqtt://127.0.0.1:%d\nclient-id = van%d\ntopic = fleet/van%d\n"
-                        "format = tpv\naccuracy = full\n" % (d, d, os.ttyname(slave), port, i, i))
+                        "format = tpv\naccuracy = full\n" % (d, d, os.ttyname(slave), os.path.realpath(a.binary), port, i, i))
             daemons.append(subprocess.Popen([a.binary, "--config", d + "/locationd.conf"], stdout=subprocess.DEVNULL,
                                             stderr=open(d + "/daemon.log", "w"), preexec_fn=restore_signals))
             os.close(slave)

@@ -182,6 +182,8 @@ extension ServerState {
         let once = publisher.subscribers.ids.sorted().compactMap { id in
             publisher.subscribers[id].map { (identity: $0.identity, session: $0.session) }
         }
-        return AdminService.grantsMessage(publisher.policy.grants, once: once, at: now)
+        var message = AdminService.grantsMessage(publisher.policy.grants, once: once, at: now)
+        message.uplinks = publisher.uplinkGrants(at: now.wall)
+        return message
     }
 }

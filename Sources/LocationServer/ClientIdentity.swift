@@ -38,6 +38,18 @@ extension ClientIdentity {
                               groups: groupNames(gids), executable: executable, unit: unit, verifiedByPidFD: true)
     }
 
+    /// The daemon's own identity, as the kernel tells it (its uid and groups, /proc/self/exe, its systemd
+    /// unit): whom the policy sees in an uplink (`Policy.uplinkState`), so that a `[client]` rule naming
+    /// the daemon's executable, user, group or unit applies to the uplinks.
+    public static func ofDaemon() -> ClientIdentity {
+        let pid = getpid()
+        var groups = [UInt32](repeating: 0, count: 256)
+        let count = getgroups(Int32(groups.count), &groups)
+        let gids = [getgid()] + groups.prefix(max(0, Int(count))).filter { $0 != getgid() }
+        return ClientIdentity(pid: pid, uid: getuid(), gid: getgid(), user: userName(getuid()), groups: groupNames(gids),
+                              executable: verifiedExecutable(pid: pid), unit: systemdUnit(pid: pid), verifiedByPidFD: false)
+    }
+
     /// Whether every process of the peer's user that holds the other end of `socket` runs `executable`
     /// in `unit`. The connecting process may fork, keep the socket in the child, and exec a program that a
     /// rule trusts: the pid and the socket's credentials survive the exec, so the executable read

@@ -20,32 +20,49 @@ public typealias UplinkLogger = @Sendable (UplinkLogLevel, String, [(String, Str
 ///
 /// libmosquitto runs its own network thread (`mosquitto_loop_start`): it connects, reconnects with a
 /// back-off, resends messages that were in flight when the link dropped, and calls back on that thread.
-/// Reports go to libmosquitto only while connected; while not, they wait in the spool, bounded by
-/// `spool-max` (the oldest go first, counted and logged), and leave in order once the broker is back.
+///
+/// A report goes through the spool: `submit` numbers it and queues it (cheap, on the fan-out path); the
+/// spool queue appends it to the spool file and syncs it, and only then hands it to libmosquitto — at
+/// most `window` at a time, while connected, oldest first; libmosquitto's `on_publish` (the broker's
+/// PUBACK) removes it. So a report accepted for sending survives a SIGKILL of the daemon, and
+/// `spool-max` bounds what is held, in memory and on disk, at every moment: past it the oldest report
+/// not yet handed to libmosquitto is dropped (counted and logged).
 ///
 /// A retained status message on `TOPIC/status` says `online` once connected; the MQTT last will (the
 /// broker sends it when the link dies) and a clean stop say `offline`.
 ///
 /// Sound as `@unchecked Sendable`: the libmosquitto handle is used by libmosquitto's own thread and
-/// through its thread-safe calls (`mosquitto_publish`); everything else mutable is in `state`.
+/// through its thread-safe calls (`mosquitto_publish`); the spool only on `spoolQueue`; everything else
+/// mutable is in `state`.
 public final class MQTTUplink: @unchecked Sendable {
     public let configuration: UplinkConfiguration
     private let handle: OpaquePointer
     private let state: Mutex<State>
     private let spool: UplinkSpool
     private let log: UplinkLogger
-    /// Writes the spool file, off the publishing path.
+    /// Writes the spool file and hands reports to libmosquitto, off the publishing path.
     private let spoolQueue: DispatchQueue
+    /// Most reports handed to libmosquitto and not yet acknowledged (libmosquitto's own default
+    /// `max_inflight_messages` is 20): a bounded queue in libmosquitto, the rest in the spool.
+    let window: Int
 
-    struct Pending {
+    struct Entry {
+        var sequence: UInt64
         var payload: [UInt8]
+        /// In the spool file (synced): only then may libmosquitto have it.
+        var durable: Bool
         /// The message id libmosquitto gave it; nil while it waits for the link.
         var mid: Int32?
     }
 
     struct State {
-        /// Reports not yet acknowledged, oldest first.
-        var pending: [Pending] = []
+        /// Reports held until acknowledged, oldest first: at most `spool-max`.
+        var pending: [Entry] = []
+        /// Reports of `pending` handed to libmosquitto (`mid` set).
+        var inFlight = 0
+        /// Sequence numbers acknowledged or dropped whose removal the spool file does not say yet.
+        var removed: [UInt64] = []
+        var nextSequence: UInt64 = 1
         var connected = false
         /// Why the link is down, as last logged; nil while connected or never tried.
         var problem: String?
@@ -53,12 +70,12 @@ public final class MQTTUplink: @unchecked Sendable {
         var dropped = 0
         /// Reports the broker acknowledged, since start.
         var sent = 0
-        /// The spool file holds reports (or may): it must be written again when `pending` changes.
-        var spoolDirty = false
         /// When a full spool was last logged: at most once a minute, with the count since.
         var lastDropLog: ContinuousClock.Instant?
         var droppedSinceLog = 0
-        var spoolWriteScheduled = false
+        var pumpScheduled = false
+        /// The last spool error logged (each error once until the spool works again).
+        var spoolError: String?
         var stopped = false
         /// The sharing switch (`locationctl share`): off → the status topic says `paused`.
         var sharing = true
@@ -75,13 +92,22 @@ public final class MQTTUplink: @unchecked Sendable {
         self.log = log
         spool = UplinkSpool(directory: stateDirectory, name: configuration.name)
         spoolQueue = DispatchQueue(label: "locationd.uplink.\(configuration.name).spool")
+        window = max(1, min(20, configuration.spoolMax / 2))
         mosquitto_lib_init()
         var initial = State()
         do {
-            let held = try spool.load()
-            initial.pending = held.map { Pending(payload: $0, mid: nil) }
+            var held = try spool.open()
+            if held.count > configuration.spoolMax {
+                // A smaller spool-max than the file was written under: the oldest go.
+                initial.dropped = held.count - configuration.spoolMax
+                held.removeFirst(initial.dropped)
+                try spool.rewrite(held)
+                log(.warning, "uplink spool full: oldest reports dropped", [("uplink.name", configuration.name),
+                    ("spool.max", String(configuration.spoolMax)), ("dropped", String(initial.dropped))])
+            }
+            initial.pending = held.map { Entry(sequence: $0.sequence, payload: $0.payload, durable: true, mid: nil) }
+            initial.nextSequence = (held.last?.sequence ?? 0) + 1
             if !held.isEmpty {
-                initial.spoolDirty = true
                 log(.notice, "uplink spool loaded", [("uplink.name", configuration.name), ("spool.reports", String(held.count))])
             }
         } catch {
@@ -111,7 +137,9 @@ public final class MQTTUplink: @unchecked Sendable {
         mosquitto_log_callback_set(mosq) { _, object, level, text in
             guard let object, let text, level & Int32(MOSQ_LOG_ERR) != 0 else { return }
             let uplink = Unmanaged<MQTTUplink>.fromOpaque(object).takeUnretainedValue()
-            if !uplink.state.withLock({ $0.connected }) { uplink.noteProblem(String(cString: text)) }
+            guard !uplink.state.withLock({ $0.connected }) else { return }
+            let message = String(cString: text)
+            uplink.noteProblem(message.hasPrefix("OpenSSL") ? UplinkProblem.tls(message, clientCertificate: uplink.configuration.certFile != nil) : message)
         }
         mosquitto_connect_callback_set(mosq) { _, object, code in
             guard let object else { return }
@@ -131,18 +159,12 @@ public final class MQTTUplink: @unchecked Sendable {
         mosquitto_destroy(handle)
     }
 
-    /// Starts libmosquitto's thread, which connects (and reconnects) to the broker.
+    /// Connects, and starts libmosquitto's thread, which keeps the link (reconnecting with a back-off).
+    /// A first attempt refused at once (nothing listens yet) is retried here, 1 s, 2 s, … 30 s apart:
+    /// libmosquitto's thread ends when it has no connection to keep, so it starts with the first one.
     public func start() {
         let broker = configuration.broker
-        let code = mosquitto_connect_async(handle, broker.host, Int32(broker.port), 30)
-        if code != MOSQ_ERR_SUCCESS.rawValue {
-            // Not fatal: the network thread keeps trying.
-            noteProblem("cannot connect to \(broker): \(Self.describe(code))")
-        }
-        let started = mosquitto_loop_start(handle)
-        if started != MOSQ_ERR_SUCCESS.rawValue {
-            log(.warning, "uplink cannot start its network thread", [("uplink.name", configuration.name), ("reason", Self.describe(started))])
-        }
+        connect(retryingAfter: 1)
         // A broker that never answers leaves no callback behind: say so after a while.
         DispatchQueue.global().asyncAfter(deadline: .now() + 10) { [weak self] in
             guard let self else { return }
@@ -151,8 +173,30 @@ public final class MQTTUplink: @unchecked Sendable {
         }
     }
 
+    private func connect(retryingAfter delay: Int) {
+        guard !state.withLock({ $0.stopped }) else { return }
+        let broker = configuration.broker
+        let code = delay == 1 ? mosquitto_connect_async(handle, broker.host, Int32(broker.port), 30) : mosquitto_reconnect_async(handle)
+        guard code == MOSQ_ERR_SUCCESS.rawValue else {
+            let failure = "cannot connect to \(broker): \(Self.describe(code))"
+            // EPROTO with no OpenSSL error logged just before: the broker closed the TLS handshake.
+            let tlsClosed = broker.tls && code == MOSQ_ERR_ERRNO.rawValue && errno == EPROTO
+            if !(tlsClosed && UplinkProblem.isSpecific(state.withLock { $0.problem })) {
+                noteProblem(tlsClosed ? UplinkProblem.tlsHandshake(failure, clientCertificate: configuration.certFile != nil) : failure)
+            }
+            DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(delay)) { [weak self] in
+                self?.connect(retryingAfter: min(delay * 2, 30))
+            }
+            return
+        }
+        let started = mosquitto_loop_start(handle)
+        if started != MOSQ_ERR_SUCCESS.rawValue {
+            log(.warning, "uplink cannot start its network thread", [("uplink.name", configuration.name), ("reason", Self.describe(started))])
+        }
+    }
+
     /// Says `offline` (retained), disconnects and stops the network thread; the spool keeps what is left
-    /// (reports in flight included: they were not acknowledged).
+    /// (reports in flight included: they were not acknowledged), its last removals written.
     public func stop() {
         let connected = state.withLock { s -> Bool in
             s.stopped = true
@@ -164,15 +208,7 @@ public final class MQTTUplink: @unchecked Sendable {
         }
         mosquitto_disconnect(handle)
         mosquitto_loop_stop(handle, false)
-        // On the spool's queue: after any write already scheduled, so an older snapshot cannot land last.
-        spoolQueue.sync {
-            let held = state.withLock { $0.pending.map(\.payload) }
-            do {
-                try spool.save(held)
-            } catch {
-                log(.warning, "uplink spool not written", [("uplink.name", configuration.name), ("reason", "\(error)")])
-            }
-        }
+        spoolQueue.sync { pump() }
     }
 
     /// A report for the broker, already cut to the uplink's accuracy by the Publisher. Cheap: called on
@@ -190,18 +226,15 @@ public final class MQTTUplink: @unchecked Sendable {
         submit(payload: payload)
     }
 
-    /// An encoded report for the broker (see `submit(_:accuracy:)`).
+    /// An encoded report for the broker (see `submit(_:accuracy:)`): numbered and queued for the spool;
+    /// past `spool-max` the oldest report not yet handed to libmosquitto is dropped.
     public func submit(payload: [UInt8]) {
         let dropped = state.withLock { s -> (recent: Int, total: Int)? in
             guard !s.stopped else { return nil }
-            var entry = Pending(payload: payload, mid: nil)
-            if s.connected { entry.mid = publish(payload) }
-            s.pending.append(entry)
-            if entry.mid == nil {
-                s.spoolDirty = true
-                s.droppedSinceLog += trim(&s)
-            }
-            scheduleSpoolWrite(&s)
+            s.pending.append(Entry(sequence: s.nextSequence, payload: payload, durable: false, mid: nil))
+            s.nextSequence += 1
+            s.droppedSinceLog += trim(&s)
+            schedulePump(&s)
             let now = ContinuousClock.now
             guard s.droppedSinceLog > 0, s.lastDropLog.map({ now - $0 >= .seconds(60) }) ?? true else { return nil }
             defer { s.droppedSinceLog = 0; s.lastDropLog = now }
@@ -237,11 +270,12 @@ public final class MQTTUplink: @unchecked Sendable {
 
     // MARK: - Inside
 
-    /// Drops the oldest reports still waiting for the link until `spool-max` holds; returns how many.
+    /// Drops the oldest reports not handed to libmosquitto until `spool-max` holds; returns how many.
+    /// (With every report held in flight — at most `window`, half of `spool-max` — none is.)
     private func trim(_ s: inout State) -> Int {
         var dropped = 0
         while s.pending.count > configuration.spoolMax, let index = s.pending.firstIndex(where: { $0.mid == nil }) {
-            s.pending.remove(at: index)
+            s.removed.append(s.pending.remove(at: index).sequence)
             dropped += 1
         }
         s.dropped += dropped
@@ -255,6 +289,50 @@ public final class MQTTUplink: @unchecked Sendable {
         return code == MOSQ_ERR_SUCCESS.rawValue ? mid : nil
     }
 
+    /// Runs `pump` soon on the spool queue (coalesced).
+    private func schedulePump(_ s: inout State) {
+        guard !s.pumpScheduled else { return }
+        s.pumpScheduled = true
+        spoolQueue.async { [weak self] in self?.pump() }
+    }
+
+    /// On the spool queue: writes what changed to the spool file (removals, then new reports, synced;
+    /// or the whole file when a compaction is due), then hands libmosquitto the oldest reports on disk
+    /// that it does not have, up to `window`, while connected.
+    private func pump() {
+        let compact = spool.needsCompaction
+        let (removed, added) = state.withLock { s -> ([UInt64], [UplinkSpool.Report]) in
+            s.pumpScheduled = false
+            let removed = s.removed
+            s.removed = []
+            let added = s.pending.filter { compact || !$0.durable }.map { UplinkSpool.Report(sequence: $0.sequence, payload: $0.payload) }
+            return (removed, added)
+        }
+        do {
+            if compact { try spool.rewrite(added) } else { try spool.append(removed: removed, added: added, sync: !added.isEmpty) }
+            state.withLock { $0.spoolError = nil }
+        } catch {
+            // Sent all the same: only a crash would lose them now.
+            let first = state.withLock { s -> Bool in
+                defer { s.spoolError = error.description }
+                return s.spoolError != error.description
+            }
+            if first { log(.warning, "uplink spool not written", [("uplink.name", configuration.name), ("reason", error.description)]) }
+        }
+        state.withLock { s in
+            var written = Set(added.map(\.sequence))
+            for index in s.pending.indices where !written.isEmpty {
+                if written.remove(s.pending[index].sequence) != nil { s.pending[index].durable = true }
+            }
+            guard s.connected, !s.stopped else { return }
+            for index in s.pending.indices where s.inFlight < window && s.pending[index].durable && s.pending[index].mid == nil {
+                guard let mid = publish(s.pending[index].payload) else { break }
+                s.pending[index].mid = mid
+                s.inFlight += 1
+            }
+        }
+    }
+
     private func didConnect(_ code: Int32) {
         guard code == 0 else {
             noteProblem("broker refused the connection: \(String(cString: mosquitto_connack_string(code)))")
@@ -266,32 +344,34 @@ public final class MQTTUplink: @unchecked Sendable {
             s.connected = true
             let problem = s.problem
             s.problem = nil
-            var waiting = 0
-            for index in s.pending.indices where s.pending[index].mid == nil {
-                s.pending[index].mid = publish(s.pending[index].payload)
-                waiting += 1
-            }
-            return (waiting, problem)
+            // What libmosquitto had in flight it sends again itself; the rest leaves through the pump.
+            schedulePump(&s)
+            return (s.pending.count, problem)
         }
         log(wasProblem == nil ? .info : .notice, "uplink connected",
             [("uplink.name", configuration.name), ("broker", configuration.broker.description), ("spool.sending", String(waiting))])
     }
 
     private func didDisconnect(_ code: Int32) {
-        let (stopped, refused) = state.withLock { s -> (Bool, Bool) in
-            s.connected = false
-            return (s.stopped, s.problem?.hasPrefix("broker refused") == true)
+        let (stopped, wasConnected, specific) = state.withLock { s -> (Bool, Bool, Bool) in
+            defer { s.connected = false }
+            return (s.stopped, s.connected, UplinkProblem.isSpecific(s.problem))
         }
-        // A refused CONNECT ends in a disconnect too: the broker's reason is the one to keep.
-        if !stopped && !refused { noteProblem("connection to \(configuration.broker) lost: \(Self.describe(code))") }
+        // A refused CONNECT or a failed TLS handshake ends in a disconnect too: their reason is the one to keep.
+        guard !stopped, wasConnected || !specific else { return }
+        let lost = "connection to \(configuration.broker) lost: \(Self.describe(code))"
+        noteProblem(!wasConnected && configuration.broker.tls ? UplinkProblem.tlsHandshake(lost, clientCertificate: configuration.certFile != nil) : lost)
     }
 
+    /// The broker acknowledged message `mid` (or, QoS 0, libmosquitto sent it): the report leaves the
+    /// spool, and the next may go.
     private func didPublish(_ mid: Int32) {
         state.withLock { s in
             guard let index = s.pending.firstIndex(where: { $0.mid == mid }) else { return }
-            s.pending.remove(at: index)
+            s.removed.append(s.pending.remove(at: index).sequence)
+            s.inFlight -= 1
             s.sent += 1
-            if s.spoolDirty { scheduleSpoolWrite(&s) }
+            schedulePump(&s)
         }
     }
 
@@ -306,47 +386,7 @@ public final class MQTTUplink: @unchecked Sendable {
         if changed { log(.warning, "uplink not connected: \(problem)", [("uplink.name", configuration.name), ("reason", problem)]) }
     }
 
-    /// Writes the spool file soon (coalesced) when it holds or may hold reports.
-    private func scheduleSpoolWrite(_ s: inout State) {
-        guard s.spoolDirty, !s.spoolWriteScheduled else { return }
-        s.spoolWriteScheduled = true
-        spoolQueue.async { [weak self] in self?.writeSpool() }
-    }
-
-    private func writeSpool() {
-        let held = state.withLock { s -> [[UInt8]] in
-            s.spoolWriteScheduled = false
-            // Nothing left: this write clears the file, and until the link drops again it stays clear.
-            if s.pending.isEmpty { s.spoolDirty = false }
-            return s.pending.map(\.payload)
-        }
-        do {
-            try spool.save(held)
-        } catch {
-            log(.warning, "uplink spool not written", [("uplink.name", configuration.name), ("reason", error.description)])
-        }
-    }
-
     static func describe(_ code: Int32) -> String {
         code == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : String(cString: mosquitto_strerror(code))
     }
-}
-
-/// An uplink's state for `locationctl status`.
-public struct UplinkStatus: Sendable {
-    public var name: String
-    public var broker: String
-    public var topic: String
-    public var accuracy: AccuracyAuthorization
-    public var connected: Bool
-    /// The sharing switch is on.
-    public var sharing: Bool
-    /// Why it is not connected, when it is not.
-    public var problem: String?
-    /// Reports waiting for the broker's acknowledgement.
-    public var spooled: Int
-    /// Reports the broker acknowledged since start.
-    public var sent: Int
-    /// Reports dropped from a full spool since start.
-    public var dropped: Int
 }

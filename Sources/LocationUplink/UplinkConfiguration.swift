@@ -88,7 +88,8 @@ public struct UplinkConfiguration: Sendable, Equatable {
     public var retain: Bool
     /// OwnTracks `tid`, two characters shown on the map; default the last two of the hostname.
     public var trackerID: String
-    /// Most reports held while the broker is unreachable; the oldest go first.
+    /// Most reports held (in memory and in the spool file) until the broker acknowledges them; the
+    /// oldest not yet handed to the broker connection go first. At least 1.
     public var spoolMax: Int
 
     /// Every key an `[uplink]` section takes.
@@ -183,7 +184,7 @@ public struct UplinkConfiguration: Sendable, Equatable {
         trackerID = value("tracker-id")?.value ?? String(hostname.suffix(2))
         guard (1...2).contains(trackerID.count) else { throw fail("tracker-id", "'\(trackerID)' is not one or two characters (OwnTracks tid)") }
         if let text = value("spool-max")?.value {
-            guard let n = Int(text), n >= 0, n <= 10_000_000 else { throw fail("spool-max", "'\(text)' is not a number from 0 to 10000000") }
+            guard let n = Int(text), n >= 1, n <= 10_000_000 else { throw fail("spool-max", "'\(text)' is not a number from 1 to 10000000") }
             spoolMax = n
         } else {
             spoolMax = 10_000

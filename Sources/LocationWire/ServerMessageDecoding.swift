@@ -136,7 +136,13 @@ extension ServerMessage.Grants {
             effective: try m.object("effective").map { e throws(ServerMessageError) in
                 Effective(accuracy: try e.accuracy(), reason: try e.string("reason"))
             },
-            revoked: try m.integer("revoked"))
+            revoked: try m.integer("revoked"),
+            uplinks: try m.objects("uplinks").map { u throws(ServerMessageError) in
+                Uplink(name: try u.required(u.string("name"), "name"), broker: try u.string("broker") ?? "",
+                       topic: try u.string("topic") ?? "", format: try u.string("format") ?? "", accuracy: try u.accuracy(),
+                       requested: try u.enumeration("requested", AccuracyAuthorization.self) ?? .reduced,
+                       sharing: try u.bool("sharing") ?? true, reason: try u.string("reason"))
+            })
     }
 }
 

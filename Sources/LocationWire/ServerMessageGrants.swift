@@ -140,6 +140,52 @@ extension ServerMessage {
             }
         }
 
+        /// A configured uplink (`[uplink NAME]`, a fleet's MQTT broker) and what the policy lets it publish
+        /// (`uplinks[]`; absent when the daemon has none).
+        public struct Uplink: Hashable, Sendable {
+            /// The section's NAME (`name`).
+            public var name: String
+            /// `mqtt://host:port` or `mqtts://host:port` (`broker`).
+            public var broker: String
+            /// Where reports go (`topic`).
+            public var topic: String
+            /// `owntracks` or `tpv` (`format`).
+            public var format: String
+            /// The accuracy it gets: the section's `accuracy` capped by the rule that applies to it; nil when
+            /// that rule denies it access, so it publishes nothing (`accuracy`).
+            public var accuracy: AccuracyAuthorization?
+            /// The accuracy the section asks for (`requested`).
+            public var requested: AccuracyAuthorization
+            /// False while the sharing switch is off (`locationctl share off`): nothing is published (`sharing`).
+            public var sharing: Bool
+            /// Why it gets what it gets, e.g. `"[policy] default allows no more than reduced accuracy"` (`reason`).
+            public var reason: String?
+
+            /// Makes the value; each parameter is the property of the same name.
+            public init(name: String, broker: String, topic: String, format: String, accuracy: AccuracyAuthorization?,
+                        requested: AccuracyAuthorization, sharing: Bool, reason: String? = nil) {
+                self.name = name
+                self.broker = broker
+                self.topic = topic
+                self.format = format
+                self.accuracy = accuracy
+                self.requested = requested
+                self.sharing = sharing
+                self.reason = reason
+            }
+
+            func writeMembers(to w: inout JSONObjectWriter) {
+                w.field("name", name)
+                w.field("broker", broker)
+                w.field("topic", topic)
+                w.field("format", format)
+                w.field("accuracy", accuracy?.rawValue)
+                w.field("requested", requested.rawValue)
+                w.field("sharing", sharing)
+                w.field("reason", reason)
+            }
+        }
+
         /// Stored decisions, in the daemon's order (`persistent`).
         public var persistent: [Stored]
         /// Pre-approved one-time grants (`preapproved`).
@@ -151,10 +197,13 @@ extension ServerMessage {
         /// In the reply to `REVOKE` only: how many grants it removed — stored decisions, pre-approvals
         /// and live one-time grants; 0 when the subject had none (`revoked`).
         public var revoked: Int?
+        /// The configured uplinks, in config order (`uplinks`; absent when there are none).
+        public var uplinks: [Uplink]
 
         /// Makes the value; each parameter is the property of the same name (units there).
         public init(persistent: [Stored] = [], preapproved: [Preapproved] = [], once: [OneTime] = [],
-                    effective: Effective? = nil, revoked: Int? = nil) {
+                    effective: Effective? = nil, revoked: Int? = nil, uplinks: [Uplink] = []) {
+            self.uplinks = uplinks
             self.persistent = persistent
             self.preapproved = preapproved
             self.once = once
@@ -173,6 +222,7 @@ extension ServerMessage {
                 w.endObject()
             }
             w.field("revoked", revoked)
+            if !uplinks.isEmpty { w.objects("uplinks", uplinks) { $0.writeMembers(to: &$1) } }
         }
     }
 }

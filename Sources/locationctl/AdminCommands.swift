@@ -3,6 +3,7 @@ import Glibc
 #endif
 import LocationClient
 import LocationCore
+import LocationWire
 
 /// Connects, runs `body`, and turns client errors into exit codes (77 for a permission error).
 private func withClient(_ command: String, socketPath: String?, _ body: (LocationClient) async throws -> ExitCode) async -> ExitCode {
@@ -75,7 +76,9 @@ enum GrantsCommand {
         Lists locationd's grants (root or the daemon's admin-group only), one row each: stored
         decisions ('always' grants and remembered refusals), pre-approved one-time grants, and the
         live one-time grants of connected programs, with the accuracy granted, when it was made, when
-        it expires and who decided.
+        it expires and who decided. Then the fleet uplinks: name, broker, the accuracy each gets (its
+        section's, capped by the policy; none when a rule denies it), format, and whether sharing is
+        on or paused, with the reason under the row when the policy gives less than the section asks.
 
         options:
           --json          print the GRANTS object exactly as received instead
@@ -102,7 +105,8 @@ enum GrantsCommand {
 
     /// One table: GRANT, SUBJECT, ACCURACY, SINCE, EXPIRES, DECIDED BY.
     static func render(_ list: GrantList) -> String {
-        guard !list.persistent.isEmpty || !list.preapproved.isEmpty || !list.once.isEmpty else { return "no grants\n" }
+        let uplinks = renderUplinks(list.uplinks)
+        guard !list.persistent.isEmpty || !list.preapproved.isEmpty || !list.once.isEmpty else { return "no grants\n" + uplinks }
         var rows = [["GRANT", "SUBJECT", "ACCURACY", "SINCE", "EXPIRES", "DECIDED BY"]]
         for grant in list.persistent {
             let allowed = grant.allowed == true
@@ -124,7 +128,20 @@ enum GrantsCommand {
             rows.append(["once, live", client, grant.accuracy?.rawValue ?? "-", humanTime(grant.granted),
                          humanTime(grant.expires), "-"])
         }
-        return renderTable(rows)
+        return renderTable(rows) + uplinks
+    }
+
+    /// The uplinks, after the grants: UPLINK, BROKER, ACCURACY (what the policy lets it have), FORMAT,
+    /// SHARING, with the reason under each row when the policy caps or denies what its section asks.
+    static func renderUplinks(_ uplinks: [ServerMessage.Grants.Uplink]) -> String {
+        guard !uplinks.isEmpty else { return "" }
+        var rows = [["UPLINK", "BROKER", "ACCURACY", "FORMAT", "SHARING"]]
+        var notes: [Int: String] = [:]
+        for uplink in uplinks {
+            rows.append([uplink.name, uplink.broker, uplink.accuracy?.rawValue ?? "none", uplink.format, uplink.sharing ? "on" : "paused"])
+            if uplink.accuracy != uplink.requested, let reason = uplink.reason { notes[rows.count - 1] = reason }
+        }
+        return "\n" + renderTable(rows, notes: notes)
     }
 }
 

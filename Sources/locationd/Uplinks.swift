@@ -62,8 +62,8 @@ func startUplinks(_ uplinks: [ConfiguredUplink], daemon: Daemon, stateDirectory:
             }
             log.log(severity, message, pairs: pairs)
         }
-        let subscription = UplinkSubscription(name: c.name, destination: "\(c.broker) \(c.topic)", accuracy: c.accuracy,
-                                              minInterval: c.minInterval, distanceFilter: c.distanceFilter)
+        let subscription = UplinkSubscription(name: c.name, broker: c.broker.description, topic: c.topic, format: c.format.rawValue,
+                                              accuracy: c.accuracy, minInterval: c.minInterval, distanceFilter: c.distanceFilter)
         daemon.addUplink(subscription, sink: { [uplink] fix, accuracy in uplink.submit(fix, accuracy: accuracy) },
                          sharing: { [uplink] on in uplink.setSharing(on) },
                          status: { [uplink] in

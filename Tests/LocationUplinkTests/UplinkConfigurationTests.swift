@@ -24,7 +24,7 @@ struct UplinkConfigurationTests {
 
     @Test("bad values are refused with their key and line", arguments: [
         ("broker", "http://x"), ("format", "xml"), ("accuracy", "exact"), ("qos", "3"), ("retain", "maybe"),
-        ("tracker-id", "abc"), ("spool-max", "-1"), ("min-interval", "soon"), ("distance-filter", "far"), ("topic", "a/#"),
+        ("tracker-id", "abc"), ("spool-max", "0"), ("min-interval", "soon"), ("distance-filter", "far"), ("topic", "a/#"),
         ("password-file", "relative"), ("ca-file", "/etc/ssl/ca.pem"), ("cert-file", "/etc/ssl/c.pem"),
     ])
     func badValue(key: String, value: String) {

@@ -24,7 +24,7 @@ struct UplinkEndToEndTests {
         """
     }
 
-    static func setUp(accuracy: String, extra: String = "", password: String = Broker.password, policy: String = "",
+    static func setUp(accuracy: String, extra: String = "", password: String = Broker.password, policy: String = "accuracy = full",
                       rate: String = "10", seconds: Int = 20) throws -> (Broker, Spawned, Spawned, UplinkDaemon) {
         let scratch = try Scratch()
         let broker = try Broker(scratch: scratch)
@@ -38,8 +38,13 @@ struct UplinkEndToEndTests {
 
     /// `locationctl status` as root against the daemon.
     static func locationctlStatus(_ daemon: UplinkDaemon) throws -> String {
-        let run = try Spawned([UplinkDaemon.binary("locationctl"), "--socket", daemon.scratch.path + "/locationd.sock", "status"],
-                              output: daemon.scratch.path + "/status-\(UInt32.random(in: 0...UInt32.max)).out")
+        try locationctl(daemon, "status")
+    }
+
+    /// `locationctl ARGUMENTS` as root against the daemon: what it printed.
+    static func locationctl(_ daemon: UplinkDaemon, _ arguments: String...) throws -> String {
+        let run = try Spawned([UplinkDaemon.binary("locationctl"), "--socket", daemon.scratch.path + "/locationd.sock"] + arguments,
+                              output: daemon.scratch.path + "/locationctl-\(UInt32.random(in: 0...UInt32.max)).out")
         _ = run.wait(seconds: 15)
         return run.output
     }
@@ -71,7 +76,7 @@ struct UplinkEndToEndTests {
     @Test("reduced accuracy (the default): positions on the ~2 km grid, acc ≥ 2000 m, no altitude, speed or course")
     func reducedAccuracy() throws {
         let expected = try decodedPositions()
-        let (broker, reports, _, daemon) = try Self.setUp(accuracy: "reduced", policy: "reduced-interval = 1s")
+        let (broker, reports, _, daemon) = try Self.setUp(accuracy: "reduced", policy: "accuracy = full\nreduced-interval = 1s")
         _ = broker
         #expect(eventually(20) { locations(reports.output).count >= 2 }, "\(daemon.log)")
         let received = locations(reports.output)

@@ -27,19 +27,20 @@ struct UplinkStoreAndForwardTests {
         return locations(output).map(\.tst).filter { seen.insert($0).inserted }
     }
 
-    @Test("broker stopped mid-replay for 6 s, then restarted: every report of the capture arrives, each tst once, in order")
+    @Test("broker stopped mid-replay for 30 s, then restarted: every report of the capture arrives, each tst once, in order")
     func outage() throws {
         let expected = try decodedPositions()
         let scratch = try Scratch()
         let broker = try Broker(scratch: scratch, persistent: true)
         let passwordFile = scratch.write("fleet.password", Broker.password + "\n", mode: 0o600)
-        let reports = try broker.subscribe("fleet/fleet", seconds: 90, name: "reports", session: "consumer")
-        // 74 epochs at 4× the capture's pace: about 19 s.
-        let daemon = try UplinkDaemon(scratch: scratch, uplink: Self.section(port: broker.port, passwordFile: passwordFile), rate: "4")
+        let reports = try broker.subscribe("fleet/fleet", seconds: 120, name: "reports", session: "consumer")
+        // The capture's 71 s at 1.5× its pace: about 47 s, so that the 30 s outage falls inside the replay.
+        let daemon = try UplinkDaemon(scratch: scratch, uplink: Self.section(port: broker.port, passwordFile: passwordFile), rate: "1.5")
         #expect(eventually(15) { locations(reports.output).count >= 10 }, "\(daemon.log)")
         broker.stop(SIGTERM)
         let before = Set(locations(reports.output).map(\.tst)).count
-        sleep(6)
+        sleep(30)
+        #expect(!daemon.log.contains("end of file"), "the replay ended during the outage")
         #expect(daemon.log.contains("uplink not connected"), "\(daemon.log)")
         try broker.start()
         #expect(eventually(60) { Set(locations(reports.output).map(\.tst)).count >= expected.count }, "\(daemon.log)")
@@ -67,9 +68,9 @@ struct UplinkStoreAndForwardTests {
         #expect(eventually(20) { daemon.log.contains("uplink spool full") }, "\(daemon.log)")
         sleep(2)
         let spoolPath = scratch.path + "/state/uplink-fleet.spool"
-        #expect(eventually(10) { (try? String(contentsOfFile: spoolPath, encoding: .utf8))?.contains(String(expected.keys.max() ?? 0)) == true })
+        #expect(eventually(10) { spooledReports(spoolPath).reports.map(\.tst).contains(expected.keys.max() ?? 0) })
         daemon.stop()
-        let spooled = locations((try? String(contentsOfFile: spoolPath, encoding: .utf8)) ?? "")
+        let spooled = spooledReports(spoolPath).reports
         #expect(spooled.count == 5, "\(spooled.map(\.tst)) spooled")
         // Held: what was in flight when the broker went (libmosquitto resends it), then the newest of the
         // capture; the oldest of those made during the outage were dropped.
@@ -89,6 +90,6 @@ struct UplinkStoreAndForwardTests {
         #expect(Set(arrivals) == received.union(wanted), "nothing but the spool arrives after the restart")
         #expect(arrivals == arrivals.sorted(), "out of order: \(arrivals)")
         #expect(again.log.contains("uplink spool loaded"), "\(again.log)")
-        #expect(eventually(10) { access(spoolPath, F_OK) != 0 }, "the spool is emptied once the broker acknowledged it")
+        #expect(eventually(10) { spooledReports(spoolPath).reports.isEmpty }, "the spool is emptied once the broker acknowledged it")
     }
 }

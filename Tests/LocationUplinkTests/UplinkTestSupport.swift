@@ -117,6 +117,9 @@ final class Broker {
 
     /// The TLS listener's port (certificates from `Certificates`), when it has one.
     private(set) var tlsPort: UInt16?
+    /// A second TLS listener that requires a client certificate signed by the test CA
+    /// (`require_certificate true`), when there is a TLS listener.
+    private(set) var clientCertificatePort: UInt16?
 
     init(scratch: Scratch, persistent: Bool = false, tls: Certificates? = nil) throws {
         self.scratch = scratch
@@ -126,7 +129,10 @@ final class Broker {
         if tls != nil {
             let probe = try TCPListener(address: try #require(TCPAddress(parsing: "127.0.0.1:0")))
             tlsPort = try #require(probe.address?.port)
+            let second = try TCPListener(address: try #require(TCPAddress(parsing: "127.0.0.1:0")))
+            clientCertificatePort = try #require(second.address?.port)
             probe.close()
+            second.close()
         }
         let passwords = scratch.write("passwd", "", mode: 0o600)
         let made = try Spawned(["mosquitto_passwd", "-b", passwords, Self.user, Self.password], output: scratch.path + "/passwd.log")
@@ -137,6 +143,7 @@ final class Broker {
             allow_anonymous false
             password_file \(passwords)
             \(tls.map { "listener \(tlsPort ?? 0) 127.0.0.1\ncafile \($0.caFile)\ncertfile \($0.serverCert)\nkeyfile \($0.serverKey)" } ?? "")
+            \(tls.map { "listener \(clientCertificatePort ?? 0) 127.0.0.1\ncafile \($0.caFile)\ncertfile \($0.serverCert)\nkeyfile \($0.serverKey)\nrequire_certificate true" } ?? "")
             persistence \(persistent ? "true" : "false")
             persistence_location \(scratch.path)/
             log_dest stderr
@@ -194,7 +201,10 @@ final class UplinkDaemon {
     static var capture: String { root + "/Demo/haicom-305N.log" }
     static func binary(_ name: String) -> String { BuiltProducts.directory(containing: "locationd") + "/" + name }
 
-    init(scratch: Scratch, uplink: String, rate: String = "10", policy: String = "", capture: String = UplinkDaemon.capture) throws {
+    /// - Parameter policy: the `[policy]` section's lines after `access = ask` (no agent runs: clients get
+    ///   nothing); by default full accuracy, which the uplinks then get as their sections ask. More
+    ///   sections (a `[client]` rule) may follow.
+    init(scratch: Scratch, uplink: String, rate: String = "10", policy: String = "accuracy = full", capture: String = UplinkDaemon.capture) throws {
         self.scratch = scratch
         _ = scratch.write("locationd.conf", """
             [daemon]
@@ -209,7 +219,7 @@ final class UplinkDaemon {
             loop = no
 
             [policy]
-            access = deny
+            access = ask
             \(policy)
 
             [uplink fleet]
@@ -274,13 +284,18 @@ func locations(_ output: String) -> [OwnTracksLocation] {
     output.split(separator: "\n").compactMap { try? JSONDecoder().decode(OwnTracksLocation.self, from: Data($0.utf8)) }
 }
 
-/// A certificate authority and a broker certificate for 127.0.0.1 made by openssl in the test, and a
-/// second authority that signed nothing (a client trusting only it must refuse the broker).
+/// A certificate authority and a broker certificate for 127.0.0.1 made by openssl in the test, a
+/// second authority (a client trusting only it must refuse the broker), and two client certificates:
+/// one the test CA signed, one the other authority signed (a broker requiring the test CA's refuses it).
 struct Certificates {
     let caFile: String
     let serverCert: String
     let serverKey: String
     let otherCA: String
+    let clientCert: String
+    let clientKey: String
+    let strangerCert: String
+    let strangerKey: String
 
     init(in scratch: Scratch) throws {
         let d = scratch.path
@@ -288,6 +303,10 @@ struct Certificates {
         serverCert = d + "/server.crt"
         serverKey = d + "/server.key"
         otherCA = d + "/other-ca.crt"
+        clientCert = d + "/client.crt"
+        clientKey = d + "/client.key"
+        strangerCert = d + "/stranger.crt"
+        strangerKey = d + "/stranger.key"
         let script = """
             set -e
             cd \(d)
@@ -296,13 +315,38 @@ struct Certificates {
             openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=127.0.0.1
             printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > san.ext
             openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt -days 2 -extfile san.ext
+            openssl req -newkey rsa:2048 -nodes -keyout client.key -out client.csr -subj /CN=van7
+            openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out client.crt -days 2
+            openssl req -newkey rsa:2048 -nodes -keyout stranger.key -out stranger.csr -subj /CN=van7
+            openssl x509 -req -in stranger.csr -CA other-ca.crt -CAkey other-ca.key -CAcreateserial -out stranger.crt -days 2
             chmod 644 server.key
             """
         let openssl = try Spawned(["sh", "-c", script], output: d + "/openssl.log")
         #expect(openssl.wait(seconds: 60))
-        guard access(serverCert, R_OK) == 0 else {
+        guard access(serverCert, R_OK) == 0, access(strangerCert, R_OK) == 0 else {
             Issue.record("openssl failed: \(openssl.output)")
             throw Errno.noSuchFileOrDirectory
         }
     }
+}
+
+/// The reports a spool file holds, read as docs and locationd.conf(5) describe the journal — `+SEQ JSON`
+/// adds, `-SEQ` removes, a last line without its line end is not there yet — oldest first; and the
+/// number of records (lines) in the file.
+func spooledReports(_ path: String) -> (reports: [OwnTracksLocation], records: Int) {
+    guard let data = FileManager.default.contents(atPath: path) else { return ([], 0) }
+    var text = String(decoding: data, as: UTF8.self)
+    if let end = text.lastIndex(of: "\n") { text = String(text[...end]) } else { text = "" }
+    var added: [(Int, String)] = []
+    var removed = Set<Int>()
+    let lines = text.split(separator: "\n")
+    for line in lines {
+        if line.hasPrefix("+"), let space = line.firstIndex(of: " "), let sequence = Int(line[line.index(after: line.startIndex)..<space]) {
+            added.append((sequence, String(line[line.index(after: space)...])))
+        } else if line.hasPrefix("-"), let sequence = Int(line.dropFirst()) {
+            removed.insert(sequence)
+        }
+    }
+    let held = added.filter { !removed.contains($0.0) }.sorted { $0.0 < $1.0 }.map(\.1).joined(separator: "\n")
+    return (locations(held), lines.count)
 }

@@ -60,6 +60,13 @@ struct ServerMessageTests {
         (#"{"class":"GRANTS","persistent":[],"preapproved":[],"once":[],"effective":{"accuracy":"reduced","reason":"the [policy] default allows no more than reduced accuracy"}}"#,
          .grants(.init(effective: .init(accuracy: .reduced, reason: "the [policy] default allows no more than reduced accuracy")))),
         (#"{"class":"GRANTS","persistent":[],"preapproved":[],"once":[],"revoked":0}"#, .grants(.init(revoked: 0))),
+        // The example of an uplink in PROTOCOL.md "GRANTS, GRANT, REVOKE", and one a rule denies (no accuracy).
+        (#"{"class":"GRANTS","persistent":[],"preapproved":[],"once":[],"uplinks":[{"name":"fleet","broker":"mqtt://broker:1883","topic":"owntracks/fleet/van7","format":"owntracks","accuracy":"reduced","requested":"full","sharing":true,"reason":"[policy] default allows no more than reduced accuracy"},{"name":"home","broker":"mqtts://h:8883","topic":"t","format":"tpv","requested":"reduced","sharing":false,"reason":"rule [client x] denies access: nothing is published"}]}"#,
+         .grants(.init(uplinks: [
+            .init(name: "fleet", broker: "mqtt://broker:1883", topic: "owntracks/fleet/van7", format: "owntracks", accuracy: .reduced,
+                  requested: .full, sharing: true, reason: "[policy] default allows no more than reduced accuracy"),
+            .init(name: "home", broker: "mqtts://h:8883", topic: "t", format: "tpv", accuracy: nil, requested: .reduced, sharing: false,
+                  reason: "rule [client x] denies access: nothing is published")]))),
         (#"{"class":"AUDIT","events":[{"unix":1764480000.5,"time":"2025-11-30T05:20:00.500Z","event":"decision","client":{"pid":4242,"uid":1000},"request":"AUTHORIZE","status":"authorizedOnce","accuracy":"full","reason":"one-time grant by [policy] default"}]}"#,
          .audit(.init(events: [.init(unixTime: 1_764_480_000.5, time: utc(2025, 11, 30, 5, 20, 0, ms: 500), event: "decision",
                                      client: ClientDescription(pid: 4242, uid: 1000), request: "AUTHORIZE", status: "authorizedOnce",

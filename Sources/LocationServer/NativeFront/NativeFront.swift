@@ -152,8 +152,10 @@ public final class NativeFront: Sendable {
     /// - Parameter status: the uplink's state for STATUS (shown to root and the admin group).
     public func addUplink(_ subscription: UplinkSubscription, sink: @escaping UplinkSink, sharing: (@Sendable (Bool) -> Void)? = nil,
                           status: (@Sendable () -> ServerMessage.Status.Uplink)? = nil) {
+        // Read outside the lock: /proc and the user database.
+        let identity = ClientIdentity.ofDaemon()
         state.withLock { s in
-            s.publisher.addUplink(subscription, sink: sink, sharing: sharing, status: status)
+            s.publisher.addUplink(subscription, identity: identity, sink: sink, sharing: sharing, status: status)
             sharing?(!s.publisher.uplinks.sharing.isPaused(at: Moment.now().wall))
         }
     }

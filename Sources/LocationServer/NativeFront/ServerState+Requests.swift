@@ -51,7 +51,12 @@ extension ServerState {
         let accuracy: AccuracyAuthorization? = publisher.policy.isAdmin(identity) ? .full
             : (state.status.isAuthorized ? state.accuracy : nil)
         let mode = accuracy.flatMap { publisher.modeShown(to: id, accuracy: $0) }
-        let uplinks = publisher.policy.isAdmin(identity) ? publisher.uplinks.entries.compactMap { $0.statusProvider?() } : []
+        // The accuracy each uplink gets now: its section's, capped by the policy (`none`: denied).
+        let uplinks = !publisher.policy.isAdmin(identity) ? [] : publisher.uplinks.entries.indices.compactMap { index -> ServerMessage.Status.Uplink? in
+            guard var shown = publisher.uplinks.entries[index].statusProvider?() else { return nil }
+            shown.accuracy = publisher.uplinkState(index).accuracy?.rawValue ?? "none"
+            return shown
+        }
         send(id, ServerMessage.status(mode: mode,
                                       clients: connections.count, receivers: context.receivers.receiverReports(),
                                       fixDetails: accuracy == .full, uplinks: uplinks))

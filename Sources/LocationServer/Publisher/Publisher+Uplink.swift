@@ -11,19 +11,29 @@ import LocationWire
 public struct UplinkSubscription: Sendable {
     /// The uplink's name (`[uplink NAME]`), shown in the audit as `uplink NAME`.
     public var name: String
-    /// Where it publishes, for the audit (e.g. `mqtt://broker:1883 owntracks/fleet/van7`).
-    public var destination: String
-    /// The accuracy it gets.
+    /// `mqtt://host:port` or `mqtts://host:port`.
+    public var broker: String
+    /// Where its reports go.
+    public var topic: String
+    /// `owntracks` or `tpv`, for `GRANTS`.
+    public var format: String
+    /// The accuracy the section asks for; the policy caps it (`Policy.uplinkState`).
     public var accuracy: AccuracyAuthorization
     /// Least time between two full-accuracy reports; reduced reports keep the pacing's cadence.
     public var minInterval: Duration
     /// Metres a full-accuracy position must move before the next report; 0: off.
     public var distanceFilter: Double
 
+    /// Where it publishes, for the audit (e.g. `mqtt://broker:1883 owntracks/fleet/van7`).
+    public var destination: String { "\(broker) \(topic)" }
+
     /// Makes a subscription; each parameter is the property of the same name.
-    public init(name: String, destination: String, accuracy: AccuracyAuthorization, minInterval: Duration, distanceFilter: Double) {
+    public init(name: String, broker: String, topic: String, format: String, accuracy: AccuracyAuthorization,
+                minInterval: Duration, distanceFilter: Double) {
         self.name = name
-        self.destination = destination
+        self.broker = broker
+        self.topic = topic
+        self.format = format
         self.accuracy = accuracy
         self.minInterval = minInterval
         self.distanceFilter = distanceFilter
@@ -48,6 +58,8 @@ struct UplinkSubscriber {
     var pacing = ReducedPacing(capacity: 4)
     /// Its first delivery was audited.
     var audited = false
+    /// Its authorization as last audited: a change (a reload's new rules) is audited again.
+    var lastState: AuthorizationState?
 }
 
 /// The Publisher's uplinks, in the order they were added.
@@ -67,10 +79,9 @@ struct UplinkHandOff {
 
 extension Publisher {
     /// Adds an uplink: from the next fix on it gets reports as a watching client at its accuracy would.
-    mutating func addUplink(_ subscription: UplinkSubscription, sink: @escaping UplinkSink,
+    /// - Parameter identity: whom the policy sees: the daemon's own service (`ClientIdentity.ofDaemon()`).
+    mutating func addUplink(_ subscription: UplinkSubscription, identity: ClientIdentity, sink: @escaping UplinkSink,
                             sharing: (@Sendable (Bool) -> Void)? = nil, status: (@Sendable () -> ServerMessage.Status.Uplink)? = nil) {
-        let identity = ClientIdentity(pid: getpid(), uid: getuid(), gid: getgid(), user: "uplink", groups: [],
-                                      executable: "uplink:" + subscription.name, unit: nil, verifiedByPidFD: false)
         uplinks.entries.append(UplinkSubscriber(subscription: subscription, identity: identity, sink: sink, sharingSink: sharing, statusProvider: status,
                                                 filter: DeliveryFilter(minInterval: subscription.minInterval,
                                                                        distanceFilter: subscription.distanceFilter)))
@@ -85,7 +96,15 @@ extension Publisher {
         let interval = reducedInterval
         let key = ReducedPacing.Key(uid: 0)
         for index in uplinks.entries.indices {
-            let accuracy = uplinks.entries[index].subscription.accuracy
+            let state = uplinkState(index)
+            if state != uplinks.entries[index].lastState {
+                uplinks.entries[index].lastState = state
+                let uplink = uplinks.entries[index]
+                out.append(.audit(AuditEvent(event: "decision", identity: uplink.identity, name: "uplink " + uplink.subscription.name,
+                                             request: nil, status: state.status.rawValue, accuracy: state.accuracy?.rawValue,
+                                             reason: "uplink \(uplink.subscription.name) → \(uplink.subscription.destination): \(state.reason)")))
+            }
+            guard let accuracy = state.accuracy else { continue }
             guard ensureReport(accuracy, wall: now.wall), let fix = reportFix(accuracy) else { continue }
             if accuracy == .full {
                 guard uplinks.entries[index].filter.admit(Position(fix), now: now.monotonic) else { continue }
@@ -103,5 +122,25 @@ extension Publisher {
             }
         }
         return handOffs
+    }
+}
+
+extension Publisher {
+    /// The authorization of the uplink at `index` under the rules in force (`Policy.uplinkState`).
+    func uplinkState(_ index: Int) -> AuthorizationState {
+        let uplink = uplinks.entries[index]
+        return Policy.uplinkState(uplink.identity, requested: uplink.subscription.accuracy, rules: policy.rules)
+    }
+
+    /// The uplinks as `GRANTS` lists them: each with the accuracy the policy lets it have and whether
+    /// sharing is paused at `wall` (Unix seconds).
+    func uplinkGrants(at wall: Double) -> [ServerMessage.Grants.Uplink] {
+        let sharing = !uplinks.sharing.isPaused(at: wall)
+        return uplinks.entries.indices.map { index in
+            let uplink = uplinks.entries[index].subscription
+            let state = uplinkState(index)
+            return ServerMessage.Grants.Uplink(name: uplink.name, broker: uplink.broker, topic: uplink.topic, format: uplink.format,
+                                               accuracy: state.accuracy, requested: uplink.accuracy, sharing: sharing, reason: state.reason)
+        }
     }
 }
