@@ -21,8 +21,8 @@ extension LocationClient {
     /// (Core Location's `requestAlwaysAuthorization()`; `AUTHORIZE` with `persistent`). Always comes only on
     /// top of When In Use: asked by a client authorized When In Use, the agent sees an upgrade, and refusing
     /// it leaves When In Use; asked first, the agent is asked When In Use, and if it allows that, the
-    /// upgrade at once — this returns with the first answer (`authorizedWhenInUse`), and Always, if the
-    /// agent allows it too, arrives as a change of authorization (docs/PROTOCOL.md "When In Use and Always").
+    /// upgrade at once — this returns once both are answered: `authorizedAlways`, or `authorizedWhenInUse`
+    /// when only the first was allowed (docs/PROTOCOL.md "When In Use and Always").
     /// - Parameters: as `requestWhenInUseAuthorization(accuracy:name:timeout:)`.
     /// - Returns: the authorization now in force.
     /// - Throws: as `requestAuthorization(_:accuracy:name:timeout:)`.

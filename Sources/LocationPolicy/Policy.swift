@@ -274,10 +274,14 @@ public enum Policy {
                 return AnswerOutcome(session: session, standing: Preapproval(subject: .decision(for: identity), accuracy: accuracy,
                                                                               created: now.wall, standing: true, decidedBy: decidedBy))
             case .allowAlways(let lowered):
+                // Remembered: Always only for Always asked (an upgrade, or an Always request whose first step
+                // the agents skipped); "allow always" to When In Use or to one-time access remembers When In
+                // Use — Always comes only on top of it (found by a helper attacking the daemon: "allow
+                // always" to a one-time question stored Always, with no upgrade question).
                 let accuracy = min(question.accuracy, lowered ?? question.accuracy)
                 return AnswerOutcome(session: session, store: PersistentGrant(subject: .decision(for: identity), allowed: true, accuracy: accuracy,
                                                                               created: now.wall, decidedBy: decidedBy,
-                                                                              whenInUse: kind == .whenInUse))
+                                                                              whenInUse: kind != .persistent))
             case .deny:
                 // Remembered, as iOS does not ask again after "Don't Allow".
                 return AnswerOutcome(session: session, store: PersistentGrant(subject: .decision(for: identity), allowed: false, accuracy: .reduced,

@@ -155,13 +155,8 @@ extension ServerState {
             send(id, ServerMessage.authorization(status: .denied, accuracy: nil, reason: reason))
             return
         }
-        let timeout = publisher.policy.rules.defaults.askTimeout
-        switch broker.open(client: id, identity: subscriber.identity, question: question, request: request, now: now.monotonic) {
-        case .opened(let pending):
-            effects.append(.schedule(.askTimeout(ask: pending.id), after: .seconds(timeout)))
-            tellAgents(AgentBroker.askMessage(pending, identity: subscriber.identity, name: subscriber.displayName, timeout: timeout),
-                       ask: pending.id)
-        case .joined:
+        switch openQuestion(id, question, request: request, at: now) {
+        case .opened, .joined, nil:
             break
         case .busy:
             send(id, ServerMessage.error(request: request, message: "another question from this program is waiting for an agent; ask again once it is answered"))
@@ -172,12 +167,34 @@ extension ServerState {
         }
     }
 
+    /// Opens (or joins) a question for client `id` and shows a new one to the agents, with its timeout;
+    /// nil when the client is gone.
+    private mutating func openQuestion(_ id: Int, _ question: AgentQuestion, request: String, at now: Moment) -> AgentBroker.Opening? {
+        guard let subscriber = publisher.subscribers[id] else { return nil }
+        let opening = broker.open(client: id, identity: subscriber.identity, question: question, request: request, now: now.monotonic)
+        if case .opened(let pending) = opening {
+            let timeout = publisher.policy.rules.defaults.askTimeout
+            effects.append(.schedule(.askTimeout(ask: pending.id), after: .seconds(timeout)))
+            tellAgents(AgentBroker.askMessage(pending, identity: subscriber.identity, name: subscriber.displayName, timeout: timeout),
+                       ask: pending.id)
+        }
+        return opening
+    }
+
     /// No agent answered in time: the clients waiting are denied.
     mutating func askTimedOut(_ ask: Int, at now: Moment) {
         guard let pending = broker.take(ask) else { return }
         let timeout = publisher.policy.rules.defaults.askTimeout
         let reason = "no answer from an agent within \(DurationText.seconds(.seconds(timeout)))"
         for client in pending.clients {
+            if pending.question.upgrade {
+                // Not upgraded: the client keeps When In Use, and is told so.
+                let state = publisher.authorization(of: client, at: now)
+                audit("decision", client, request: pending.request, status: state.status.rawValue, accuracy: state.accuracy?.rawValue,
+                      reason: reason + "; the upgrade to Always was not made", at: now.wall)
+                announce(client, state, at: now.wall)
+                continue
+            }
             audit("decision", client, request: pending.request, status: AuthorizationStatus.denied.rawValue, accuracy: nil,
                   reason: reason, at: now.wall)
             send(client, ServerMessage.authorization(status: .denied, accuracy: nil, reason: reason))
@@ -206,8 +223,15 @@ extension ServerState {
         case .deny: parsed = .deny
         }
         var stored = false
+        var upgrades: [(client: Int, question: AgentQuestion)] = []
         for client in pending.clients {
             guard let subscriber = publisher.subscribers[client] else { continue }
+            // When In Use allowed to a client that asked for Always: the upgrade is asked next, and the
+            // client is told once that is answered (or cannot be asked).
+            if let next = Policy.nextQuestion(after: pending.question, answer: parsed, identity: subscriber.identity,
+                                              rules: publisher.policy.rules) {
+                upgrades.append((client, next))
+            }
             let outcome = Policy.apply(parsed, to: pending.question, identity: subscriber.identity, session: subscriber.session,
                                        now: now, onceLifetime: publisher.policy.rules.defaults.onceLifetime,
                                        decidedBy: "agent \(by)")
@@ -227,19 +251,25 @@ extension ServerState {
             let state = publisher.authorization(of: client, at: now)
             audit("decision", client, request: pending.request, status: state.status.rawValue, accuracy: state.accuracy?.rawValue,
                   reason: "agent \(by) answered \(answer.rawValue)", at: now.wall)
-            announce(client, state, at: now.wall)
+            if !upgrades.contains(where: { $0.client == client }) { announce(client, state, at: now.wall) }
             if parsed == .deny, pending.request == "FULLACCURACY" {
                 send(client, ServerMessage.error(request: "FULLACCURACY", message: "temporary full accuracy denied by the agent"))
             }
         }
         if stored { deliver(publisher.reevaluateAll(because: nil, at: now), at: now.wall) }
         closeQuestion(ask, answer.rawValue, by: by)
-        // When In Use allowed to clients that asked for Always: now the agents are asked for the upgrade.
-        for client in pending.clients {
-            guard let identity = publisher.subscribers[client]?.identity,
-                  let next = Policy.nextQuestion(after: pending.question, answer: parsed, identity: identity, rules: publisher.policy.rules)
-            else { continue }
-            self.ask(client, next, request: pending.request, at: now)
+        for (client, next) in upgrades where !askUpgrade(client, next, request: pending.request, at: now) {
+            announce(client, publisher.authorization(of: client, at: now), at: now.wall)
+        }
+    }
+
+    /// Puts the upgrade to Always to the agents for a client just allowed When In Use; false when it cannot
+    /// be asked (no agent, or the user's questions are used up): the client then keeps When In Use.
+    private mutating func askUpgrade(_ id: Int, _ question: AgentQuestion, request: String, at now: Moment) -> Bool {
+        guard broker.hasAgents else { return false }
+        switch openQuestion(id, question, request: request, at: now) {
+        case .opened, .joined: return true
+        case .busy, .tooMany, nil: return false
         }
     }
 }

@@ -148,6 +148,18 @@ struct WhenInUseTests {
         }
     }
 
+    @Test("'allow always' remembers When In Use for every question but Always's: one-time access included")
+    func allowAlwaysToOnce() throws {
+        // Found by a helper attacking the daemon: "allow always" to a one-time question stored Always,
+        // with no upgrade question; Always comes only on top of When In Use.
+        for (kind, whenInUse) in [(AuthorizationKind.once, true), (.whenInUse, true), (.persistent, false)] {
+            let question = AgentQuestion(subject: .authorization(kind), accuracy: .full, purpose: nil, upgrade: false)
+            let stored = try #require(Policy.apply(.allowAlways(nil), to: question, identity: Self.alice, session: .init(), now: Self.time,
+                                                   onceLifetime: 3600, decidedBy: "agent root (uid 0)").store)
+            #expect(stored.whenInUse == whenInUse, "\(kind)")
+        }
+    }
+
     @Test("'always' and 'persistent' are one kind, Always; 'whenInUse' is its own")
     func spellings() {
         #expect(AuthorizationKind(spelling: "always") == .persistent && AuthorizationKind.always == .persistent)

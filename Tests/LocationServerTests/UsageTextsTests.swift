@@ -89,4 +89,22 @@ struct UsageTextsTests {
         #expect(always["request"]?.string == "persistent" && always["upgrade"]?.bool == true)
         #expect(always["purpose"]?.string == "The map records your trips while it runs in the background.")
     }
+
+    @Test("an upgrade nobody answers in time leaves the client When In Use, and tells it so (not denied)")
+    func upgradeTimesOut() throws {
+        let daemon = try DaemonProcess(config: PolicyEndToEndTests.config(policy: "access = ask\nask-timeout = 2s", clients: Self.rule))
+        let agent = try RawClient(daemon.socketPath)
+        agent.send(#"{"class":"AGENT"}"#)
+        #expect(agent.message("AGENT") != nil)
+        let client = try RawClient(daemon.socketPath)
+        client.send(#"{"class":"AUTHORIZE","authorization":"always"}"#)
+        let whenInUse = try #require(agent.message("ASK"))
+        agent.send(#"{"class":"ANSWER","id":\#(Int(try #require(whenInUse["id"]?.number))),"answer":"allowAlways"}"#)
+        let upgrade = try #require(agent.message("ASK"))
+        #expect(upgrade["upgrade"]?.bool == true)
+        // Nobody answers the upgrade: after ask-timeout the client hears When In Use, its grant.
+        let told = try #require(client.message("AUTHORIZATION", timeout: 6))
+        #expect(told["status"]?.string == "authorizedWhenInUse", "\(told)")
+        #expect(agent.message("ANSWERED")?["answer"]?.string != nil)
+    }
 }
