@@ -114,6 +114,12 @@ enum AgentCommand {
         var reported: Set<Int> = []
         // A terminal echoes what is typed; piped answers are echoed here so that the output reads the same.
         let echo = isatty(0) == 0
+        // At a terminal, an answer belongs to the question on screen: a line typed while none was shown,
+        // or within a second of a new one appearing, was meant for another (one withdrawn or answered
+        // elsewhere meanwhile) and is dropped — else it answered the next question, which nobody had read
+        // (found by a helper trying the agent as a new user: a late "a" stored Always for another program).
+        // Piped answers are kept for the questions to come, in order, as scripts give them.
+        var shownAt: ContinuousClock.Instant? = nil
         for await input in inputs {
             switch input {
             case .event(.ask(let question)):
@@ -127,6 +133,16 @@ enum AgentCommand {
                 guard let error else { return .ok }
                 return clientFailure("agent", error)
             case .line(let line):
+                if !echo, prompted == nil || shownAt.map({ .now - $0 < .seconds(1) }) ?? true {
+                    let shown = prompted.map { "request \($0) had just been shown" } ?? "no request was waiting"
+                    guard writeStandardOutput("(\"\(DisplayText.escaped(line))\" ignored: \(shown); read it and answer again)\n") else {
+                        return .ioError
+                    }
+                    if let question = pending.first, prompted == question.id {
+                        guard writeStandardOutput(prompt) else { return .ioError }
+                    }
+                    break
+                }
                 typed.append(line)
             case .endOfInput:
                 inputEnded = true
@@ -142,6 +158,7 @@ enum AgentCommand {
                     if prompted != question.id {
                         guard writeStandardOutput(describe(question) + prompt) else { return .ioError }
                         prompted = question.id
+                        shownAt = .now
                     }
                     guard !typed.isEmpty else { break }
                     let line = typed.removeFirst()
@@ -220,13 +237,17 @@ enum AgentCommand {
         // Every string here but the numbers comes from the client or its file names: escaped, so that
         // none can draw lines of its own (DisplayText).
         var program = client.executable.map(DisplayText.escaped) ?? "unknown executable"
-        if let name = client.name { program += ", declared name \"\(DisplayText.escaped(name))\"" }
+        if let name = client.name { program += ", declared name \"\(shortened(DisplayText.escaped(name)))\"" }
         text += "  program:  \(program)\n"
         var user = client.user.map(DisplayText.escaped) ?? "unknown user"
         if let uid = client.uid { user += " (uid \(uid))" }
         if let pid = client.pid { user += ", pid \(pid)" }
         text += "  user:     \(user)\n"
         if let unit = client.unit { text += "  unit:     \(DisplayText.escaped(unit))\n" }
+        if client.executable == nil, client.unit == nil, question.request != "temporaryFullAccuracy" {
+            // A decision is stored for the user and program together; with no program known, for the user.
+            text += "  note:     no program is known: \"always\", \"standing\" or \"deny\" applies to every program of this user\n"
+        }
         if question.purposeKey != nil {
             text += "  purpose:  " + (question.purposeKey.map { "\($0): " } ?? "") + (question.purpose ?? "") + "\n"
         } else if let usage = question.purpose {
@@ -234,6 +255,14 @@ enum AgentCommand {
             text += "  usage:    " + DisplayText.escaped(usage) + "\n"
         }
         return text
+    }
+
+    /// A client's declared name on one line of its own: runs of spaces made one, at most 80 characters —
+    /// padded to the width of a terminal, a name wrapped onto a line of its own that read like the
+    /// administrator's usage text (found by a helper attacking the agent).
+    static func shortened(_ name: String) -> String {
+        let words = name.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ")
+        return words.count > 80 ? String(words.prefix(79)) + "…" : words
     }
 
     /// `ANSWERED 7: allowOnce by root (uid 0)`, `ANSWERED 7: timeout (nobody answered in time)`.

@@ -157,7 +157,58 @@ struct PolicyCommandsTests {
         #expect(!answered.stdout.contains("\u{1B}") && !answered.stdout.contains("\u{07}"), "\(answered.stdout)")
         // The real "user:" line is there (the test runs as root), the forged one is not.
         #expect(!answered.stdout.split(separator: "\n").contains("  user:     root (uid 0), pid 1"), "\(answered.stdout)")
-        #expect(answered.stdout.contains(#"declared name "Maps"\u{A}  user:     root (uid 0), pid 1\u{A}\u{1B}[1A\u{1B}[2K\u{1B}]0;pwned\u{7}""#),
+        // Escaped, and its runs of spaces made one (a name padded to the terminal's width wrapped onto a line of its own).
+        #expect(answered.stdout.contains(#"declared name "Maps"\u{A} user: root (uid 0), pid 1\u{A}\u{1B}[1A\u{1B}[2K\u{1B}]0;pwned\u{7}""#),
                 "\(answered.stdout)")
+    }
+}
+
+/// `locationctl agent` at a terminal (a pty): an answer belongs to the question on screen.
+@Suite("locationctl agent at a terminal", .serialized)
+struct AgentTerminalTests {
+    /// Runs argv[1] (`locationctl`) `agent --socket argv[2]` on a pty; once it registered, starts
+    /// `locationctl get` (argv[1] again) and answers the question twice: "a" at once when it appears,
+    /// then "d" 1.5 s later. Prints everything the agent wrote, then `get`'s exit status.
+    static let driver = """
+        import os, pty, select, subprocess, sys, time
+        ctl, sock = sys.argv[1], sys.argv[2]
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.execv(ctl, [ctl, "agent", "--socket", sock])
+        seen = b""
+        def read(until, seconds):
+            global seen
+            end = time.time() + seconds
+            while until not in seen and time.time() < end:
+                r, _, _ = select.select([fd], [], [], 0.1)
+                if r:
+                    try: seen += os.read(fd, 4096)
+                    except OSError: break
+            return until in seen
+        read(b"registered", 10)
+        os.write(fd, b"o\\n")                       # nothing is asked yet: ignored
+        time.sleep(0.3)
+        get = subprocess.Popen([ctl, "get", "--socket", sock, "--timeout", "10"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        read(b"[R]educed always? ", 10)
+        os.write(fd, b"a\\n")                       # within a second of the question appearing: ignored
+        time.sleep(1.5)
+        os.write(fd, b"d\\n")
+        read(b"ANSWERED", 5)
+        status = get.wait(10)
+        read(b"never", 0.5)
+        os.kill(pid, 9)
+        sys.stdout.write(seen.decode(errors="replace"))
+        print("\\nget exit", status)
+        """
+
+    @Test("a line typed while no question is shown, or at once when one appears, is not taken as its answer")
+    func staleLinesIgnored() async throws {
+        let daemon = try Daemon(config: PolicyCommandsTests.config)
+        let run = try await ToolProcess("/usr/bin/python3", ["-c", Self.driver, Tools.locationctl, daemon.socketPath]).wait(timeout: 40)
+        let out = run.stdout
+        #expect(out.contains("\"o\" ignored: no request was waiting"), "\(out)")
+        #expect(out.contains("\"a\" ignored: request 1 had just been shown"), "\(out)")
+        #expect(out.contains("ANSWERED 1: deny"), "\(out)")
+        #expect(out.contains("get exit 77"), "denied, not allowed always: \(out)")
     }
 }
