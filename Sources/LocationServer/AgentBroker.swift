@@ -243,6 +243,7 @@ extension ServerState {
             if let grant = outcome.store, !stored {
                 stored = true
                 changeGrants(reply: nil, request: "ANSWER") { $0.replaceDecision(with: grant) }
+                if !grant.allowed { endStandingGrants(of: grant.subject) }
             }
             if let standing = outcome.standing, !stored {
                 stored = true
@@ -260,6 +261,14 @@ extension ServerState {
         closeQuestion(ask, answer.rawValue, by: by)
         for (client, next) in upgrades where !askUpgrade(client, next, request: pending.request, at: now) {
             announce(client, publisher.authorization(of: client, at: now), at: now.wall)
+        }
+    }
+
+    /// A denial replaced the subject's standing approval: the one-time grants it gave live connections end
+    /// too, as a REVOKE ends them (found by a helper attacking the daemon: they lasted up to once-lifetime).
+    private mutating func endStandingGrants(of subject: GrantSubject) {
+        for subscriber in publisher.subscribers where subject.matches(subscriber.identity) && subscriber.session.once?.standing == true {
+            publisher.changeSession(of: subscriber.id) { $0 = SessionAuthorization(requestedAccuracy: $0.requestedAccuracy) }
         }
     }
 

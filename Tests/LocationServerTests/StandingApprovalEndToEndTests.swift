@@ -98,6 +98,38 @@ struct StandingApprovalEndToEndTests {
         #expect(audit.contains("\"event\":\"revoke\""))
     }
 
+    @Test("a denial that replaces a standing approval ends the live grants it gave, as a revoke does")
+    func denialEndsLiveStandingGrants() throws {
+        let daemon = try DaemonProcess(config: PolicyEndToEndTests.config(policy: "access = ask\naccuracy = full\nask-timeout = 10s"))
+        let agent = try RawClient(daemon.socketPath)
+        agent.send(#"{"class":"AGENT"}"#)
+        #expect(agent.message("AGENT") != nil)
+        let first = try RawClient(daemon.socketPath)
+        first.send(Self.once)
+        let ask = try #require(agent.message("ASK"))
+        agent.send(#"{"class":"ANSWER","id":\#(Int(try #require(ask["id"]?.number))),"answer":"allowOnceStanding"}"#)
+        #expect(first.message("AUTHORIZATION")?["status"]?.string == "authorizedOnce")
+        // A later connection streams on a grant from the approval.
+        let live = try RawClient(daemon.socketPath)
+        live.send(Self.once)
+        #expect(live.message("AUTHORIZATION")?["standing"]?.bool == true)
+        live.send(#"{"class":"WATCH"}"#)
+        #expect(live.message("TPV") != nil)
+        // Another connection of the program asks for When In Use; the agent denies: the stored decision
+        // for this user and program is now a denial, and the approval is gone.
+        let other = try RawClient(daemon.socketPath)
+        other.send(#"{"class":"AUTHORIZE","authorization":"whenInUse"}"#)
+        let second = try #require(agent.message("ASK"))
+        agent.send(#"{"class":"ANSWER","id":\#(Int(try #require(second["id"]?.number))),"answer":"deny"}"#)
+        #expect(other.message("AUTHORIZATION")?["status"]?.string == "denied")
+        // Found by a helper attacking the daemon: the live grant went on for up to once-lifetime.
+        let told = try #require(live.message("AUTHORIZATION"))
+        #expect(told["status"]?.string == "denied", "\(told)")
+        var after = 0
+        while let line = live.line(timeout: 1) { if line.contains("\"TPV\"") { after += 1 } }
+        #expect(after <= 1, "at most one report already on its way")
+    }
+
     @Test("an administrator's standing approval (GRANT kind once standing) is not used up")
     func administratorsStandingApproval() throws {
         let daemon = try DaemonProcess(config: PolicyEndToEndTests.config(policy: "access = ask\naccuracy = full"))
