@@ -68,13 +68,16 @@ enum AdminService {
             }
         }
         func time(_ unix: Double) -> UTCTime { UTCTime(unixSeconds: unix) }
+        // An expired grant no longer applies (the policy skips it): not listed either, though it stays in the
+        // store until the next change (a new user found `grants` listing them, with no mark).
+        let live = { (expires: Double?) in expires.map { $0 > now.wall } ?? true }
         return ServerMessage.Grants(
-            persistent: grants.persistent.map { g in
+            persistent: grants.persistent.filter { live($0.expires) }.map { g in
                 ServerMessage.Grants.Stored(subject: target(g.subject), allowed: g.allowed, accuracy: g.accuracy,
                                             created: time(g.created), expires: g.expires.map(time), decidedBy: g.decidedBy,
                                             whenInUse: g.whenInUse)
             },
-            preapproved: grants.preapprovals.map { p in
+            preapproved: grants.preapprovals.filter { live($0.expires) }.map { p in
                 ServerMessage.Grants.Preapproved(subject: target(p.subject), accuracy: p.accuracy, created: time(p.created),
                                                  expires: p.expires.map(time), standing: p.standing, decidedBy: p.decidedBy)
             },

@@ -132,6 +132,11 @@ extension PolicyEndToEndTests {
         #expect(end - granted >= 1.9 && end - granted < 3.0, "ended \(end - granted) s after the grant")
         #expect(client.message("ERROR")?["request"]?.string == "WATCH")
         #expect(client.message("TPV", timeout: 1.5) == nil, "a location report after the grant expired")
+        // Nor is it listed any longer (a new user found GRANTS listing expired grants, unmarked).
+        admin.send(#"{"class":"GRANTS"}"#)
+        let listed = try #require(admin.message("GRANTS"))
+        guard case .array(let persistent)? = listed["persistent"] else { Issue.record("GRANTS without persistent"); return }
+        #expect(persistent.isEmpty, "\(persistent)")
     }
 
     @Test("a stored deny is not asked again; no agent means denied with the reason")
