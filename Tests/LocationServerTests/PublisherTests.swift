@@ -209,6 +209,21 @@ struct PublisherTests {
         #expect(Self.reports(out).count == 1)
     }
 
+    @Test("a When-In-Use client whose user has no active session is not told of fix loss either (nothing is sent to it)")
+    func fixLossNotToldWhenNotInUse() {
+        let grant = PersistentGrant(subject: .executable("/usr/bin/curl", user: "1001"), allowed: true, accuracy: .full,
+                                    created: 0, decidedBy: "agent", whenInUse: true)
+        var p = Self.publisher(grants: GrantSet(persistent: [grant]))
+        // Found by a helper attacking the daemon: the STATE of a lost fix reached such a client.
+        let initial = Self.watch(&p, 1, Self.stranger, at: Self.moment(0))
+        #expect(p.authorization(of: 1, at: Self.moment(0)).status == .authorizedWhenInUse)
+        #expect(initial.isEmpty, "\(initial)")
+        var out: [Delivery] = []
+        p.publish(Self.positioned[0], at: Self.moment(1), into: &out)
+        p.publish(Self.fixes[0], at: Self.moment(2), into: &out)
+        #expect(out.allSatisfy { if case .fixState = $0 { false } else if case .report = $0 { false } else { true } }, "\(out)")
+    }
+
     @Test("a revoked grant stops the stream mid-way: AUTHORIZATION, an ERROR for WATCH, and no report")
     func revokeMidStream() {
         let subject = GrantSubject.executable("/usr/bin/curl", user: "1001")

@@ -334,10 +334,12 @@ struct Publisher {
 
     /// The fix was lost: a full-accuracy client is told at once; a reduced one only once its next report
     /// is due — the moment a missing report would tell it as much — so that it learns nothing sooner than
-    /// its paced reports would.
+    /// its paced reports would; a client sent nothing now (When In Use with no active session, or no
+    /// longer authorized) is not told either (found by a helper attacking the daemon: it learned when the
+    /// receiver lost its fix).
     private mutating func tellFixLost(_ index: Int, at now: Moment, into out: inout [Delivery]) {
-        guard subscribers.entries[index].toldFix != false else { return }
-        if authorizedAccuracy(index, at: now) == .reduced,
+        guard subscribers.entries[index].toldFix != false, let accuracy = authorizedAccuracy(index, at: now) else { return }
+        if accuracy == .reduced,
            !pacing.isDue(subscribers.entries[index].pacingKey, now: now.monotonic, interval: reducedInterval) {
             return
         }
