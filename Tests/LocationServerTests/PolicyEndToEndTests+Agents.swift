@@ -139,6 +139,29 @@ extension PolicyEndToEndTests {
         #expect(persistent.isEmpty, "\(persistent)")
     }
 
+    @Test("a question withdrawn because its client left is in the audit, as every other outcome of a request")
+    func withdrawnQuestionAudited() throws {
+        let daemon = try DaemonProcess(config: Self.config(policy: "access = ask\nask-timeout = 10s"))
+        let agent = try RawClient(daemon.socketPath)
+        agent.send(#"{"class":"AGENT"}"#)
+        #expect(agent.message("AGENT") != nil)
+        let client = try RawClient(daemon.socketPath)
+        client.send(#"{"class":"AUTHORIZE","authorization":"once"}"#)
+        let ask = try #require(agent.message("ASK"))
+        shutdown(client.fd, Int32(SHUT_RDWR))
+        #expect(agent.message("ANSWERED")?["answer"]?.string == "withdrawn")
+        let admin = try RawClient(daemon.socketPath)
+        let wanted = "question \(Int(try #require(ask["id"]?.number))) withdrawn: the client disconnected"
+        // The audit file is written off the fan-out path: read until the record is there.
+        var audit = ""
+        for _ in 0..<20 where !audit.contains(wanted) {
+            admin.send(#"{"class":"AUDIT"}"#)
+            audit = admin.line(timeout: 5) ?? ""
+            if !audit.contains(wanted) { usleep(100_000) }
+        }
+        #expect(audit.contains(wanted), "\(audit.suffix(1500))")
+    }
+
     @Test("a stored deny is not asked again; no agent means denied with the reason")
     func deny() throws {
         let daemon = try DaemonProcess(config: Self.config(policy: "access = ask"))

@@ -178,9 +178,15 @@ struct ServerState {
         guard var connection = connections.removeValue(forKey: id) else { return }
         let uid = connection.identity.uid
         connectionsPerUser[uid] = connectionsPerUser[uid].flatMap { $0 > 1 ? $0 - 1 : nil }
+        for ask in broker.remove(id) {
+            // Recorded like every other outcome of a request (a new user found withdrawn questions missing
+            // from the audit), while the client's identity is still known.
+            audit("decision", id, request: ask.request, status: nil, accuracy: nil,
+                  reason: "question \(ask.id) withdrawn: the client disconnected before an agent answered", at: Moment.now().wall)
+            closeQuestion(ask.id, "withdrawn", by: "client disconnected")
+        }
         publisher.disconnect(id)
         gpsdFront.blind.remove(id)
-        for ask in broker.remove(id) { closeQuestion(ask.id, "withdrawn", by: "client disconnected") }
         connection.closeSocket()
         let coalesced = connection.output.coalesced
         context.log.client(.info, "client closed", uid: uid,
