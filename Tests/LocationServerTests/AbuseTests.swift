@@ -96,9 +96,7 @@ struct AbuseTests {
         let status = root.message("STATUS")
         let clients = status?["clients"]?.number
         #expect(clients == 22, "8 + 8 + 5 attackers' connections, and root's")
-        let agent = try RawClient(daemon.socketPath)
-        agent.send(#"{"class":"AGENT"}"#)
-        #expect(agent.message("AGENT") != nil)
+        let agent = try RawClient.agent(daemon.socketPath)
         let (a, b, c) = (E2E.finish(first).stdout, E2E.finish(second).stdout, E2E.finish(third).stdout)
         #expect(Self.counts(a) == [8, 22, 0], "\(a)")
         // Refused by the per-user bound on clients, or — 30 connections at once — first by the per-user
@@ -162,9 +160,7 @@ struct AbuseTests {
         let daemon = try DaemonProcess(config: E2E.config(policy: "access = ask\nask-timeout = 20s"))
         let directory = String(daemon.socketPath[..<daemon.socketPath.lastIndex(of: "/")!])
         chmod(directory, 0o755)
-        let agent = try RawClient(daemon.socketPath)
-        agent.send(#"{"class":"AGENT"}"#)
-        #expect(agent.message("AGENT") != nil)
+        let agent = try RawClient.agent(daemon.socketPath)
         // The attacker runs 20 copies of python (20 "programs"), each with 3 connections asking again
         // and again, with names of zero-width joiners.
         let python = try E2E.pythonAllowed().python

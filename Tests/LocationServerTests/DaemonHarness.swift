@@ -6,6 +6,7 @@ import LocationCore
 import LocationPosix
 import TestSupport
 import NMEA
+import Testing
 
 /// Runs the real `locationd` binary on a temporary config, socket and state directory.
 final class DaemonProcess {
@@ -98,6 +99,19 @@ final class DaemonProcess {
 
 /// A raw protocol client: newline-delimited JSON over the socket, with timeouts (`LineSocket`).
 final class RawClient: LineSocket, @unchecked Sendable {
+    /// A connection to `socket` registered as an agent (AGENT, answered; the test runs as root).
+    static func agent(_ socket: String) throws -> RawClient {
+        let agent = try RawClient(socket)
+        agent.send(#"{"class":"AGENT"}"#)
+        #expect(agent.message("AGENT") != nil, "not registered as an agent")
+        return agent
+    }
+
+    /// Answers the question `ask` (an ASK message) with `answer`.
+    func answer(_ ask: [String: JSONValue], _ answer: String) throws {
+        send(#"{"class":"ANSWER","id":\#(Int(try #require(ask["id"]?.number))),"answer":"\#(answer)"}"#)
+    }
+
     /// The next line whose JSON `class` is `name`.
     func message(_ name: String, timeout: Double = 5) -> [String: JSONValue]? {
         let end = monotonic() + timeout

@@ -195,9 +195,7 @@ struct GpsdFrontEndToEndTests {
         let port = try Self.freePort()
         let daemon = try Self.daemon(port: port, policy: "access = ask\naccuracy = full\nask-timeout = 10s")
         defer { daemon.stop() }
-        let agent = try RawClient(daemon.socketPath)
-        agent.send(#"{"class":"AGENT"}"#)
-        #expect(agent.message("AGENT") != nil)
+        let agent = try RawClient.agent(daemon.socketPath)
         var template = Array("/tmp/locationd-gpsdfront-XXXXXX".utf8CString)
         let directory = try #require(mkdtemp(&template).map { String(cString: $0) })
         let gpspipe = try PolicyEndToEndTests.start(["timeout", "20", "gpspipe", "-w", "-n", "40", "127.0.0.1:\(port)"], in: directory)
@@ -205,7 +203,7 @@ struct GpsdFrontEndToEndTests {
         guard case .object(let who)? = ask["client"] else { Issue.record("ASK without client"); return }
         #expect(who["exe"]?.string == TCPPeerTests.realPath("/usr/bin/gpspipe"))
         usleep(500_000)
-        agent.send(#"{"class":"ANSWER","id":\#(Int(try #require(ask["id"]?.number))),"answer":"allowOnce"}"#)
+        try agent.answer(ask, "allowOnce")
         #expect(agent.message("ANSWERED")?["answer"]?.string == "allowOnce")
         let output = PolicyEndToEndTests.finish(gpspipe).stdout
         let lines = Self.lines(output)

@@ -129,15 +129,13 @@ struct NMEASocketTests {
         let socket = directory + "/nmea.sock"
         let daemon = try Self.daemon(socket: socket, policy: "access = ask\naccuracy = full\nask-timeout = 10s", clients: "")
         defer { daemon.stop() }
-        let agent = try RawClient(daemon.socketPath)
-        agent.send(#"{"class":"AGENT"}"#)
-        #expect(agent.message("AGENT") != nil)
+        let agent = try RawClient.agent(daemon.socketPath)
         let client = try PolicyEndToEndTests.startPython(socket, uid: 65534, lines: [], seconds: 4)
         let ask = try #require(agent.message("ASK"))
         guard case .object(let who)? = ask["client"] else { Issue.record("ASK without client"); return }
         #expect(who["uid"]?.number == 65534)
         #expect(who["exe"]?.string?.contains("python3") == true, "\(who)")
-        agent.send(#"{"class":"ANSWER","id":\#(Int(try #require(ask["id"]?.number))),"answer":"allowOnce"}"#)
+        try agent.answer(ask, "allowOnce")
         #expect(agent.message("ANSWERED")?["answer"]?.string == "allowOnce")
         let output = PolicyEndToEndTests.finish(client).stdout
         let gpsd = try Self.gpsdPositions()

@@ -12,9 +12,7 @@ extension PolicyEndToEndTests {
     @Test("agent: allow always is stored and survives a restart; revoke stops a live stream")
     func persistentGrantAndRevoke() throws {
         let daemon = try DaemonProcess(config: Self.config(policy: "access = ask\naccuracy = full\nask-timeout = 10s"))
-        let agent = try RawClient(daemon.socketPath)
-        agent.send(#"{"class":"AGENT"}"#)
-        #expect(agent.message("AGENT") != nil)
+        let agent = try RawClient.agent(daemon.socketPath)
         let client = try RawClient(daemon.socketPath)
         client.send(#"{"class":"AUTHORIZE","authorization":"persistent","name":"test client"}"#)
         let ask = try #require(agent.message("ASK"))
@@ -29,7 +27,7 @@ extension PolicyEndToEndTests {
         // The client is told once the upgrade is answered, not in between.
         let upgrade = try #require(agent.message("ASK"))
         #expect(upgrade["request"]?.string == "persistent" && upgrade["upgrade"]?.bool == true)
-        agent.send(#"{"class":"ANSWER","id":\#(Int(try #require(upgrade["id"]?.number))),"answer":"allowAlways"}"#)
+        try agent.answer(upgrade, "allowAlways")
         #expect(agent.message("ANSWERED")?["answer"]?.string == "allowAlways")
         #expect(client.message("AUTHORIZATION")?["status"]?.string == "authorizedPersistent")
 
@@ -60,9 +58,7 @@ extension PolicyEndToEndTests {
     @Test("an agent's answer is for one user's program: root's python allowed always, nobody's python still asked; nobody's deny leaves root's grant")
     func decisionsArePerUser() throws {
         let daemon = try DaemonProcess(config: Self.config(policy: "access = ask\naccuracy = full\nask-timeout = 10s"))
-        let agent = try RawClient(daemon.socketPath)
-        agent.send(#"{"class":"AGENT"}"#)
-        #expect(agent.message("AGENT") != nil)
+        let agent = try RawClient.agent(daemon.socketPath)
         let authorize = #"{"class":"AUTHORIZE","authorization":"persistent"}"#
 
         // Root's python asks; the agent allows always.
@@ -72,11 +68,11 @@ extension PolicyEndToEndTests {
         guard case .object(let rootClient)? = rootAsk["client"] else { Issue.record("ASK without client"); return }
         #expect(rootClient["uid"]?.number == 0)
         let python = try #require(rootClient["exe"]?.string)
-        agent.send(#"{"class":"ANSWER","id":\#(Int(try #require(rootAsk["id"]?.number))),"answer":"allowAlways"}"#)
+        try agent.answer(rootAsk, "allowAlways")
         // That was When In Use; Always follows as the upgrade.
         let rootUpgrade = try #require(agent.message("ASK"))
         #expect(rootUpgrade["upgrade"]?.bool == true && rootUpgrade["client"]?.object?["uid"]?.number == 0)
-        agent.send(#"{"class":"ANSWER","id":\#(Int(try #require(rootUpgrade["id"]?.number))),"answer":"allowAlways"}"#)
+        try agent.answer(rootUpgrade, "allowAlways")
         let rootReceived = Self.finish(first).stdout
         #expect(rootReceived.contains(#""status":"authorizedPersistent""#) && rootReceived.contains(#""class":"TPV""#))
 
@@ -88,7 +84,7 @@ extension PolicyEndToEndTests {
         guard case .object(let nobodyClient)? = nobodyAsk["client"] else { Issue.record("ASK without client"); return }
         #expect(nobodyClient["uid"]?.number == 65534)
         #expect(nobodyClient["exe"]?.string == python)
-        agent.send(#"{"class":"ANSWER","id":\#(Int(try #require(nobodyAsk["id"]?.number))),"answer":"deny"}"#)
+        try agent.answer(nobodyAsk, "deny")
         let nobodyReceived = Self.finish(second).stdout
         #expect(nobodyReceived.contains(#""status":"notDetermined""#) && nobodyReceived.contains(#""status":"denied""#))
         #expect(!nobodyReceived.contains(#""class":"TPV""#) && !nobodyReceived.contains("authorizedPersistent"), "\(nobodyReceived.prefix(2000))")
@@ -142,9 +138,7 @@ extension PolicyEndToEndTests {
     @Test("a question withdrawn because its client left is in the audit, as every other outcome of a request")
     func withdrawnQuestionAudited() throws {
         let daemon = try DaemonProcess(config: Self.config(policy: "access = ask\nask-timeout = 10s"))
-        let agent = try RawClient(daemon.socketPath)
-        agent.send(#"{"class":"AGENT"}"#)
-        #expect(agent.message("AGENT") != nil)
+        let agent = try RawClient.agent(daemon.socketPath)
         let client = try RawClient(daemon.socketPath)
         client.send(#"{"class":"AUTHORIZE","authorization":"once"}"#)
         let ask = try #require(agent.message("ASK"))

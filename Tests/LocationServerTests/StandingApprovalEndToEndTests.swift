@@ -25,16 +25,14 @@ struct StandingApprovalEndToEndTests {
     func standingApproval() throws {
         let daemon = try DaemonProcess(config: PolicyEndToEndTests.config(policy: "access = ask\naccuracy = full\nask-timeout = 10s"))
         let me = PolicyEndToEndTests.selfExecutable
-        let agent = try RawClient(daemon.socketPath)
-        agent.send(#"{"class":"AGENT"}"#)
-        #expect(agent.message("AGENT") != nil)
+        let agent = try RawClient.agent(daemon.socketPath)
 
         // The first tap: the agent is asked, and answers allow once and from now on without asking.
         let first = try RawClient(daemon.socketPath)
         first.send(Self.once)
         let ask = try #require(agent.message("ASK"))
         #expect(ask["request"]?.string == "once")
-        agent.send(#"{"class":"ANSWER","id":\#(Int(try #require(ask["id"]?.number))),"answer":"allowOnceStanding"}"#)
+        try agent.answer(ask, "allowOnceStanding")
         #expect(agent.message("ANSWERED")?["answer"]?.string == "allowOnceStanding")
         let firstState = try #require(first.message("AUTHORIZATION"))
         #expect(firstState["status"]?.string == "authorizedOnce")
@@ -101,13 +99,11 @@ struct StandingApprovalEndToEndTests {
     @Test("a denial that replaces a standing approval ends the live grants it gave, as a revoke does")
     func denialEndsLiveStandingGrants() throws {
         let daemon = try DaemonProcess(config: PolicyEndToEndTests.config(policy: "access = ask\naccuracy = full\nask-timeout = 10s"))
-        let agent = try RawClient(daemon.socketPath)
-        agent.send(#"{"class":"AGENT"}"#)
-        #expect(agent.message("AGENT") != nil)
+        let agent = try RawClient.agent(daemon.socketPath)
         let first = try RawClient(daemon.socketPath)
         first.send(Self.once)
         let ask = try #require(agent.message("ASK"))
-        agent.send(#"{"class":"ANSWER","id":\#(Int(try #require(ask["id"]?.number))),"answer":"allowOnceStanding"}"#)
+        try agent.answer(ask, "allowOnceStanding")
         #expect(first.message("AUTHORIZATION")?["status"]?.string == "authorizedOnce")
         // A later connection streams on a grant from the approval.
         let live = try RawClient(daemon.socketPath)
@@ -120,7 +116,7 @@ struct StandingApprovalEndToEndTests {
         let other = try RawClient(daemon.socketPath)
         other.send(#"{"class":"AUTHORIZE","authorization":"whenInUse"}"#)
         let second = try #require(agent.message("ASK"))
-        agent.send(#"{"class":"ANSWER","id":\#(Int(try #require(second["id"]?.number))),"answer":"deny"}"#)
+        try agent.answer(second, "deny")
         #expect(other.message("AUTHORIZATION")?["status"]?.string == "denied")
         // Found by a helper attacking the daemon: the live grant went on for up to once-lifetime.
         let told = try #require(live.message("AUTHORIZATION"))
