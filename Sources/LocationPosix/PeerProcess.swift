@@ -141,12 +141,21 @@ public enum PeerProcess {
     /// every connection (with `status(of:)`, a quarter of a second per connection in a debug build).
     /// Nil when the file cannot be read (the process is gone) or has no such line.
     static func userIDs(of pid: Int32) -> [UInt32]? {
-        guard case .success(let bytes) = FileDescriptorOps.readFile(atPath: "/proc/\(pid)/status", maximumBytes: 1 << 16) else { return nil }
-        let key = Array("\nUid:".utf8)
+        // The `Uid:` line comes within the first few hundred bytes (after Name, Umask, State, Tgid, Ngid, Pid,
+        // PPid, TracerPid): one read of 2 KiB on the stack, no allocation per process.
+        guard let file = try? OwnedFileDescriptor(opening: "/proc/\(pid)/status", flags: O_RDONLY) else { return nil }
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 2048) { buffer -> [UInt32]? in
+            guard case .success(let count) = FileDescriptorOps.read(file.rawValue, into: UnsafeMutableRawBufferPointer(buffer)) else { return nil }
+            return userIDs(inStatus: UnsafeBufferPointer(rebasing: buffer[..<count]))
+        }
+    }
+
+    /// The numbers of the `Uid:` line of /proc/PID/status text `bytes`; nil without one.
+    static func userIDs(inStatus bytes: UnsafeBufferPointer<UInt8>) -> [UInt32]? {
+        let key: [UInt8] = Array("\nUid:".utf8)
         var start = 0
         while start + key.count <= bytes.count {
-            guard let newline = bytes[start...].firstIndex(of: key[0]) else { return nil }
-            guard newline + key.count <= bytes.count else { return nil }
+            guard let newline = bytes[start...].firstIndex(of: key[0]), newline + key.count <= bytes.count else { return nil }
             if bytes[newline..<(newline + key.count)].elementsEqual(key) {
                 var uids: [UInt32] = [], value: UInt32?
                 for byte in bytes[(newline + key.count)...] {
