@@ -181,7 +181,7 @@ extension ServerState {
         return opening
     }
 
-    /// No agent answered in time: the clients waiting are denied.
+    /// No agent answered in time: the clients waiting are denied (an upgrade's keep When In Use).
     mutating func askTimedOut(_ ask: Int, at now: Moment) {
         guard let pending = broker.take(ask) else { return }
         let timeout = publisher.policy.rules.defaults.askTimeout
