@@ -36,6 +36,8 @@ public enum DaemonError: Error, CustomStringConvertible {
     /// A `gpsd-listen` address could not be bound; `reason` says why and, when in use, by what.
     case gpsdListen(address: String, reason: String)
     case stateDirectory(path: String, errno: Errno)
+    /// The state directory is not the daemon's own (`Daemon.checkStateDirectory`).
+    case unsafeStateDirectory(path: String, reason: String)
 
     public var description: String {
         switch self {
@@ -43,6 +45,8 @@ public enum DaemonError: Error, CustomStringConvertible {
             return e == .addressInUse ? "socket \(path) is in use by a running daemon" : "cannot listen on \(path): \(e)"
         case let .gpsdListen(_, reason): return reason
         case let .stateDirectory(path, e): return "cannot create state directory \(path): \(e)"
+        case let .unsafeStateDirectory(path, reason):
+            return "state directory \(path) is not safe: \(reason); it must be the daemon's own, writable by it alone (0700)"
         }
     }
 }
@@ -87,6 +91,7 @@ public final class Daemon: @unchecked Sendable {
         systemd = SystemdNotifier(log: log)
         signal(SIGPIPE, SIG_IGN)
         try Self.makeDirectory(configuration.stateDirectory, mode: 0o700)
+        try Self.checkStateDirectory(configuration.stateDirectory)
         let listener: ListeningSocket
         var gpsdListeners: [TCPListener] = []
         var nmeaListener: ListeningSocket?
@@ -181,6 +186,24 @@ public final class Daemon: @unchecked Sendable {
             if case .failure(let e) = FileDescriptorOps.makeDirectory(partial, mode: mode), e != .fileExists {
                 throw DaemonError.stateDirectory(path: path, errno: e)
             }
+        }
+    }
+
+    /// The state directory holds the grants, the audit, the fudger's secret and the uplinks' spools; the
+    /// daemon writes and renames files in it as whoever it runs as. One that another user can write to
+    /// (mode 1777, say) lets that user plant links and files the daemon then writes through or publishes
+    /// (found by a helper attacking the uplink), and one another user owns lets that user change its
+    /// mode: either is refused, as sshd's StrictModes refuses such a home.
+    /// - Throws: `DaemonError.unsafeStateDirectory`.
+    static func checkStateDirectory(_ path: String) throws {
+        var st = stat()
+        guard stat(path, &st) == 0 else { throw DaemonError.stateDirectory(path: path, errno: Errno.current) }
+        if st.st_uid != geteuid() {
+            throw DaemonError.unsafeStateDirectory(path: path, reason: "it is owned by uid \(st.st_uid), not the daemon's uid \(geteuid())")
+        }
+        if st.st_mode & 0o022 != 0 {
+            let mode = String(st.st_mode & 0o7777, radix: 8)
+            throw DaemonError.unsafeStateDirectory(path: path, reason: "others may write to it (mode \(mode))")
         }
     }
 
