@@ -43,7 +43,7 @@ let package = Package(
         // libmosquitto, Debian's libmosquitto-dev: the MQTT client library of the fleet uplink.
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
         // Publishing to an MQTT broker for fleets (OwnTracks or TPV), with a store-and-forward spool.
-        .target(name: "LocationUplink", dependencies: ["LocationCore", "LocationPolicy", "LocationWire", "CMosquitto"]),
+        .target(name: "LocationUplink", dependencies: ["LocationCore", "LocationPolicy", "LocationPosix", "LocationWire", "CMosquitto"]),
         .executableTarget(name: "locationd", dependencies: ["CPosixShims", "LocationServer", "LocationUplink", "LocationWire"]),
         // The Swift client library for programs that consume location (docs/PROTOCOL.md).
         .target(name: "LocationClient", dependencies: ["LocationWire", "LocationPosix", "LocationCore"]),

@@ -36,7 +36,7 @@ public final class GrantStore: @unchecked Sendable {
     /// - Throws: `Errno` when the file cannot be written (the in-memory grants still change).
     public func update(_ change: (inout GrantSet) -> Void) throws(Errno) {
         change(&grants)
-        try Self.writeAtomically(path: path, bytes: try encoded())
+        try FileDescriptorOps.writeAtomically(path: path, bytes: try encoded())
     }
 
     private func encoded() throws(Errno) -> [UInt8] {
@@ -44,28 +44,6 @@ public final class GrantStore: @unchecked Sendable {
         return json.encoded(prettyPrinted: true) + [10]
     }
 
-    /// temp file (0600) → write → fsync → rename → fsync(directory), every call through the syscall
-    /// funnel (EINTR retried; tests can delay or fail any of them with `SyscallFaults`).
-    /// - Throws: the errno of the first call that failed; the temporary file is removed then.
-    static func writeAtomically(path: String, bytes: [UInt8]) throws(Errno) {
-        let temporary = path + ".tmp-\(getpid())"
-        var file = try OwnedFileDescriptor(opening: temporary, flags: O_WRONLY | O_CREAT | O_TRUNC, mode: 0o600)
-        let written = FileDescriptorOps.writeAll(file.rawValue, bytes).flatMap { FileDescriptorOps.fsync(file.rawValue) }
-        file.close()
-        if case .failure(let e) = written {
-            FileDescriptorOps.unlink(temporary)
-            throw e
-        }
-        if case .failure(let e) = FileDescriptorOps.rename(temporary, to: path) {
-            FileDescriptorOps.unlink(temporary)
-            throw e
-        }
-        let directory = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
-        // The rename is durable once the directory is: a failure here loses no data already written.
-        if let directoryFile = try? OwnedFileDescriptor(opening: directory.isEmpty ? "." : directory, flags: O_RDONLY | O_DIRECTORY) {
-            _ = FileDescriptorOps.fsync(directoryFile.rawValue)
-        }
-    }
 }
 
 /// The fudger's secret: 32 random bytes and the hour they were made, in `directory/fudger.secret`
@@ -85,7 +63,7 @@ enum FudgerSecret {
         var bytes = secret
         for i in 0..<8 { bytes.append(UInt8((hour >> (8 * i)) & 0xFF)) }
         do {
-            try GrantStore.writeAtomically(path: path, bytes: bytes)
+            try FileDescriptorOps.writeAtomically(path: path, bytes: bytes)
         } catch {
             log.error("cannot write the fudger secret", ["path": path, "errno": error.description])
         }

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import LocationPosix
 
 /// The reports an uplink holds until its broker acknowledges them, in a journal in the state directory
 /// so that a report accepted for sending survives a crash (SIGKILL) of the daemon, and — once written
@@ -12,8 +13,8 @@ import Glibc
 /// removal is appended when the broker acknowledges it (QoS 1 PUBACK, QoS 2 PUBCOMP: libmosquitto's
 /// `on_publish`) and not synced: lost, it only means the report is sent again after a restart — at least
 /// once, as QoS 1 is. When every report is gone the file is truncated; when removals outnumber the
-/// reports held it is compacted (written whole to a temporary file, `fsync`, `rename`, `fsync` of the
-/// directory, as the grant store is), and so it is at every start. A spool written whole by an older
+/// reports held it is compacted (`FileDescriptorOps.writeAtomically`, as the grant store is), and so it is
+/// at every start. A spool written whole by an older
 /// daemon (one JSON object a line) loads as reports in that order. A last line cut short by a crash is
 /// left out (never appended to: the start compacts it away).
 ///
@@ -90,14 +91,8 @@ public final class UplinkSpool: @unchecked Sendable {
             bytes.append(contentsOf: String(sequence).utf8)
             bytes.append(10)
         }
-        for report in added {
-            bytes.append(UInt8(ascii: "+"))
-            bytes.append(contentsOf: String(report.sequence).utf8)
-            bytes.append(UInt8(ascii: " "))
-            bytes.append(contentsOf: report.payload)
-            bytes.append(10)
-        }
-        try Self.writeAll(fd, bytes, path: path)
+        Self.appendAdditions(added, to: &bytes)
+        if case .failure(let e) = FileDescriptorOps.writeAll(fd, bytes) { throw UplinkSpoolError(path: path, operation: "write", errno: e.rawValue) }
         if sync && fdatasync(fd) != 0 { throw UplinkSpoolError(path: path, operation: "fdatasync", errno: errno) }
         live.subtract(removed)
         live.formUnion(added.map(\.sequence))
@@ -111,11 +106,22 @@ public final class UplinkSpool: @unchecked Sendable {
     /// Rewrites the file with `reports` only (the ones held, oldest first), atomically.
     /// - Throws: the failing call and its errno.
     public func rewrite(_ reports: [Report]) throws(UplinkSpoolError) {
-        let temporary = path + ".tmp"
-        let out = Glibc.open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard out >= 0 else { throw UplinkSpoolError(path: temporary, operation: "open", errno: errno) }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(reports.reduce(0) { $0 + $1.payload.count + 24 })
+        Self.appendAdditions(reports, to: &bytes)
+        do {
+            try FileDescriptorOps.writeAtomically(path: path, bytes: bytes)
+        } catch {
+            throw UplinkSpoolError(path: path, operation: "write", errno: error.rawValue)
+        }
+        if fd >= 0 { close(fd); fd = -1 }
+        live = Set(reports.map(\.sequence))
+        dead = 0
+        try openForAppend()
+    }
+
+    /// `+SEQ JSON` a report, each on a line of its own.
+    private static func appendAdditions(_ reports: [Report], to bytes: inout [UInt8]) {
         for report in reports {
             bytes.append(UInt8(ascii: "+"))
             bytes.append(contentsOf: String(report.sequence).utf8)
@@ -123,20 +129,6 @@ public final class UplinkSpool: @unchecked Sendable {
             bytes.append(contentsOf: report.payload)
             bytes.append(10)
         }
-        do throws(UplinkSpoolError) {
-            try Self.writeAll(out, bytes, path: temporary)
-            if fsync(out) != 0 { throw UplinkSpoolError(path: temporary, operation: "fsync", errno: errno) }
-        } catch {
-            close(out)
-            throw error
-        }
-        close(out)
-        guard rename(temporary, path) == 0 else { throw UplinkSpoolError(path: path, operation: "rename", errno: errno) }
-        try syncDirectory()
-        if fd >= 0 { close(fd); fd = -1 }
-        live = Set(reports.map(\.sequence))
-        dead = 0
-        try openForAppend()
     }
 
     /// The reports in a spool file's bytes, oldest first (see the type's comment for the format).
@@ -171,50 +163,17 @@ public final class UplinkSpool: @unchecked Sendable {
     // MARK: - Inside
 
     private func readAll() throws(UplinkSpoolError) -> [UInt8] {
-        let input = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-        if input < 0 {
-            if errno == ENOENT { return [] }
-            throw UplinkSpoolError(path: path, operation: "open", errno: errno)
+        switch FileDescriptorOps.readFile(atPath: path) {
+        case .success(let data): return data
+        case .failure(.noSuchFileOrDirectory): return []
+        case .failure(let e): throw UplinkSpoolError(path: path, operation: "read", errno: e.rawValue)
         }
-        defer { close(input) }
-        var data: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw UplinkSpoolError(path: path, operation: "read", errno: errno)
-            }
-            if n == 0 { break }
-            data.append(contentsOf: buffer[0..<n])
-        }
-        return data
     }
 
     private func openForAppend() throws(UplinkSpoolError) {
         guard fd < 0 else { return }
-        fd = Glibc.open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
+        fd = Glibc.open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw UplinkSpoolError(path: path, operation: "open", errno: errno) }
-    }
-
-    private static func writeAll(_ fd: Int32, _ bytes: [UInt8], path: String) throws(UplinkSpoolError) {
-        var written = 0
-        while written < bytes.count {
-            let n = bytes.withUnsafeBytes { raw in raw.baseAddress.map { write(fd, $0 + written, raw.count - written) } ?? 0 }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw UplinkSpoolError(path: path, operation: "write", errno: errno)
-            }
-            written += n
-        }
-    }
-
-    private func syncDirectory() throws(UplinkSpoolError) {
-        let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
-        let dir = Glibc.open(directory.isEmpty ? "/" : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard dir >= 0 else { throw UplinkSpoolError(path: directory, operation: "open", errno: errno) }
-        defer { close(dir) }
-        if fsync(dir) != 0 { throw UplinkSpoolError(path: directory, operation: "fsync", errno: errno) }
     }
 }
 

@@ -17,10 +17,10 @@ struct GrantStoreFunnelTests {
             for name in GrantStoreTests.files(in: directory) { FileDescriptorOps.unlink(directory + "/" + name) }
             rmdir(directory)
         }
-        try GrantStore.writeAtomically(path: path, bytes: Array("old\n".utf8))
+        try FileDescriptorOps.writeAtomically(path: path, bytes: Array("old\n".utf8))
         SyscallFaults.inject(call, .fail(.ioError))
         defer { SyscallFaults.removeAll() }
-        #expect(throws: Errno.ioError) { try GrantStore.writeAtomically(path: path, bytes: Array("new\n".utf8)) }
+        #expect(throws: Errno.ioError) { try FileDescriptorOps.writeAtomically(path: path, bytes: Array("new\n".utf8)) }
         SyscallFaults.removeAll()
         #expect(try FileDescriptorOps.readFile(atPath: path).get() == Array("old\n".utf8))
         #expect(GrantStoreTests.files(in: directory) == ["grants.json"])

@@ -325,6 +325,6 @@ struct GrantStoreTests {
 extension GrantStore {
     /// Writes `text` to `path` the way the store does (temporary file, fsync, rename).
     static func writeAtomicallyForTests(path: String, _ text: String) -> Bool {
-        (try? writeAtomically(path: path, bytes: Array(text.utf8))) != nil
+        (try? FileDescriptorOps.writeAtomically(path: path, bytes: Array(text.utf8))) != nil
     }
 }

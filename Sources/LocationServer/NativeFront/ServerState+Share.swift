@@ -105,7 +105,7 @@ extension ServerState {
     }
 }
 
-/// Replaces the sharing file atomically (`GrantStore.writeAtomically`: temporary file, fsync, rename,
+/// Replaces the sharing file atomically (`FileDescriptorOps.writeAtomically`: temporary file, fsync, rename,
 /// fsync of the directory, through the syscall funnel), or removes it when sharing is on; a failure is
 /// left for the next change (the switch holds in memory).
 func writeSharingFile(_ path: String, _ text: String?) {
@@ -117,7 +117,7 @@ func writeSharingFile(_ path: String, _ text: String?) {
         }
         return
     }
-    try? GrantStore.writeAtomically(path: path, bytes: Array(text.utf8))
+    try? FileDescriptorOps.writeAtomically(path: path, bytes: Array(text.utf8))
 }
 
 /// Reads the sharing file at start: absent → sharing; unreadable → paused (fail closed).
