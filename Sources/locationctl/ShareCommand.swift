@@ -35,7 +35,7 @@ enum ShareCommand {
                     return usage("--for needs a duration (e.g. 30min, 2h)")
                 }
                 forSeconds = seconds
-            case "on", "off", "status" where action == nil:
+            case "on" where action == nil, "off" where action == nil, "status" where action == nil:
                 action = word
             default:
                 return usage("unexpected '\(word)'")

@@ -188,6 +188,9 @@ struct CommandExitCodeTests {
         #expect(await runLocationctl(["grant", "--user", "a", "--user", "b", "--once"]).status == 64)
         #expect(await runLocationctl(["grant", "--user", "a", "--once", "--expires", "soon"]).status == 64)
         #expect(await runLocationctl(["revoke"]).status == 64)
+        // Two actions: a usage error (the `where` of `case "on", "off", "status" where …` held for "status" alone).
+        #expect(await runLocationctl(["share", "on", "off"]).status == 64)
+        #expect(await runLocationctl(["share", "off", "status"]).status == 64)
     }
 
     @Test("grants: a table of stored, pre-approved and live one-time grants; --json as received")
