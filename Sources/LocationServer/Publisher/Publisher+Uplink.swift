@@ -58,8 +58,10 @@ struct UplinkSubscriber {
     var pacing = ReducedPacing(capacity: 4)
     /// Its first delivery was audited.
     var audited = false
-    /// Its authorization as last audited: a change (a reload's new rules) is audited again.
+    /// Its authorization as last audited, and the policy generation it was decided under: worked out again
+    /// only when the rules change (not per fix), and audited again when that changes it.
     var lastState: AuthorizationState?
+    var stateGeneration = 0
 }
 
 /// The Publisher's uplinks, in the order they were added.
@@ -96,15 +98,18 @@ extension Publisher {
         let interval = reducedInterval
         let key = ReducedPacing.Key(uid: 0)
         for index in uplinks.entries.indices {
-            let state = uplinkState(index)
-            if state != uplinks.entries[index].lastState {
-                uplinks.entries[index].lastState = state
-                let uplink = uplinks.entries[index]
-                out.append(.audit(AuditEvent(event: "decision", identity: uplink.identity, name: "uplink " + uplink.subscription.name,
-                                             request: nil, status: state.status.rawValue, accuracy: state.accuracy?.rawValue,
-                                             reason: "uplink \(uplink.subscription.name) → \(uplink.subscription.destination): \(state.reason)")))
+            if uplinks.entries[index].stateGeneration != policy.generation {
+                uplinks.entries[index].stateGeneration = policy.generation
+                let state = uplinkState(index)
+                if state != uplinks.entries[index].lastState {
+                    uplinks.entries[index].lastState = state
+                    let uplink = uplinks.entries[index]
+                    out.append(.audit(AuditEvent(event: "decision", identity: uplink.identity, name: "uplink " + uplink.subscription.name,
+                                                 request: nil, status: state.status.rawValue, accuracy: state.accuracy?.rawValue,
+                                                 reason: "uplink \(uplink.subscription.name) → \(uplink.subscription.destination): \(state.reason)")))
+                }
             }
-            guard let accuracy = state.accuracy else { continue }
+            guard let accuracy = uplinks.entries[index].lastState?.accuracy else { continue }
             guard ensureReport(accuracy, wall: now.wall), let fix = reportFix(accuracy) else { continue }
             if accuracy == .full {
                 guard uplinks.entries[index].filter.admit(Position(fix), now: now.monotonic) else { continue }
