@@ -85,6 +85,18 @@ enum Front: Sendable, Equatable {
     /// NMEA sentences only, on the NMEA socket (`nmea-socket`, for GeoClue): a gpsd session watching in
     /// `nmea` mode from connect, whose input is ignored.
     case nmea
+
+    /// How a client of this front is told it is refused before it is closed: the native protocol's ERROR,
+    /// gpsd's ERROR; nothing for an NMEA reader, which takes sentences only (the log says why).
+    func refusal(_ why: String) -> [UInt8] {
+        var bytes: [UInt8] = []
+        switch self {
+        case .native: bytes = ServerMessage.error(request: "?", message: why)
+        case .gpsd: GpsdResponses.appendError(why, to: &bytes)
+        case .nmea: break
+        }
+        return bytes
+    }
 }
 
 struct RequestMeter {

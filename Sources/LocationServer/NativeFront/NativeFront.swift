@@ -326,12 +326,7 @@ public final class NativeFront: Sendable {
     /// identity queue.
     private func refuseUnidentified(_ fd: Int32, uid: UInt32?, front: Front) {
         let why = "too many connections of this user waiting to be identified; try again"
-        var refusal: [UInt8] = []
-        switch front {
-        case .native: refusal = ServerMessage.error(request: "?", message: why)
-        case .gpsd: GpsdResponses.appendError(why, to: &refusal)
-        case .nmea: break
-        }
+        let refusal = front.refusal(why)
         if !refusal.isEmpty { _ = refusal.withUnsafeBytes { sendNoSignal(fd, $0) } }
         FileDescriptorOps.close(fd)
         log.client(.warning, "client refused", uid: uid, ["client.uid": uid.map(String.init) ?? "?", "reason": why])

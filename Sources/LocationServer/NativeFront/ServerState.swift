@@ -92,12 +92,7 @@ struct ServerState {
         nextID += 1
         var connection = Connection(fd: fd, identity: identity, front: front, now: now.monotonic)
         if let why = refusal(of: identity) {
-            var refusal: [UInt8] = []
-            switch front {
-            case .native: refusal = ServerMessage.error(request: "?", message: why)
-            case .gpsd: GpsdResponses.appendError(why, to: &refusal)
-            case .nmea: break  // An NMEA reader takes sentences only: closed without a word (the log says why).
-            }
+            let refusal = front.refusal(why)
             if !refusal.isEmpty { _ = try? connection.output.send(refusal, isLocation: false, on: fd) }
             connection.closeSocket()
             context.log.client(.warning, "client refused", uid: identity.uid, connection.context(id, reason: why))
@@ -141,12 +136,7 @@ struct ServerState {
     /// accept(2) failed: accepting pauses for a back-off, and the failure is logged at a bounded rate.
     /// - Parameter listener: the listener that failed.
     mutating func acceptFailed(_ error: Errno, at now: ContinuousClock.Instant, listener: Listener = .unix) {
-        let (resumeAfter, failures): (Duration?, Int?)
-        switch listener {
-        case .unix: (resumeAfter, failures) = accepting.failed(at: now)
-        case .gpsd(let index): (resumeAfter, failures) = gpsdFront.accepting[index].failed(at: now)
-        case .nmea: (resumeAfter, failures) = gpsdFront.nmeaAccepting.failed(at: now)
-        }
+        let (resumeAfter, failures) = withThrottle(of: listener) { $0.failed(at: now) }
         if let failures {
             context.log.warning("accept failed; backing off", ["errno": error.description, "failures": String(failures),
                                                                 "clients": String(connections.count)])
@@ -156,10 +146,15 @@ struct ServerState {
 
     /// A connection was accepted: that listener's back-off starts from the shortest again.
     mutating func acceptSucceeded(_ listener: Listener = .unix) {
+        withThrottle(of: listener) { $0.succeeded() }
+    }
+
+    /// Runs `body` on the back-off of `listener`.
+    private mutating func withThrottle<R>(of listener: Listener, _ body: (inout AcceptThrottle) -> R) -> R {
         switch listener {
-        case .unix: accepting.succeeded()
-        case .gpsd(let index): gpsdFront.accepting[index].succeeded()
-        case .nmea: gpsdFront.nmeaAccepting.succeeded()
+        case .unix: return body(&accepting)
+        case .gpsd(let index): return body(&gpsdFront.accepting[index])
+        case .nmea: return body(&gpsdFront.nmeaAccepting)
         }
     }
 
