@@ -82,13 +82,13 @@ public struct FixPlausibility: Sendable {
     public let configuration: Configuration
     /// The last fix published with a time, and with a position.
     private var lastTime: UTCTime?
-    private var lastPosition: (latitude: Double, longitude: Double, time: UTCTime?, at: ContinuousClock.Instant)?
+    private var lastPosition: (latitude: Double, longitude: Double, time: UTCTime?, at: Duration)?
     /// Fixes dropped in a row for going backwards, the last of them.
     private var backwardsRun = 0
     private var lastBackwards: UTCTime?
     /// Positions dropped in a row for jumping, agreeing with each other; the last of them.
     private var jumpRun = 0
-    private var lastJump: (latitude: Double, longitude: Double, time: UTCTime?, at: ContinuousClock.Instant)?
+    private var lastJump: (latitude: Double, longitude: Double, time: UTCTime?, at: Duration)?
 
     /// - Parameter configuration: the rules' settings.
     public init(configuration: Configuration = Configuration()) {
@@ -107,6 +107,12 @@ public struct FixPlausibility: Sendable {
     ///   - now: the monotonic instant the fix arrived.
     /// - Returns: the fix to publish (possibly corrected or made a no-fix), nil to drop it, and what was done.
     public mutating func vet(_ fix: Fix, wallClock: Double, now: ContinuousClock.Instant) -> (fix: Fix?, findings: [Finding]) {
+        vet(fix, wallClock: wallClock, now: now.sinceOrigin)
+    }
+
+    /// `vet(_:wallClock:now:)` with `now` as `ContinuousClock.Instant.sinceOrigin` (fixed layout: the
+    /// history keeps its arrival times so).
+    mutating func vet(_ fix: Fix, wallClock: Double, now: Duration) -> (fix: Fix?, findings: [Finding]) {
         var fix = fix
         var findings: [Finding] = []
         if fix.hasPosition, fix.latitude == 0, fix.longitude == 0 {
@@ -168,10 +174,9 @@ public struct FixPlausibility: Sendable {
     /// The speed from `a` to `b` when it is above `maximum` (beyond the slack), else nil. The time between
     /// them is the receiver's when both are dated (or undated on the same day) and apart, else their
     /// arrivals'.
-    private static func impliedSpeed(from a: (latitude: Double, longitude: Double, time: UTCTime?, at: ContinuousClock.Instant),
-                                     to b: (latitude: Double, longitude: Double, time: UTCTime?, at: ContinuousClock.Instant),
+    private static func impliedSpeed(from a: (latitude: Double, longitude: Double, time: UTCTime?, at: Duration),
+                                     to b: (latitude: Double, longitude: Double, time: UTCTime?, at: Duration),
                                      maximum: Double) -> Double? {
-        let meters = Geodesy.distance(latitude1: a.latitude, longitude1: a.longitude, latitude2: b.latitude, longitude2: b.longitude)
         var seconds: Double
         if let t1 = b.time, let t0 = a.time, let dt = t1.seconds(since: t0), dt > 0 {
             seconds = dt
@@ -179,7 +184,13 @@ public struct FixPlausibility: Sendable {
             seconds = (b.at - a.at).inSeconds
         }
         seconds = max(seconds, 0)
-        guard meters > maximum * seconds + jumpSlackMeters else { return nil }
+        let allowed = maximum * seconds + jumpSlackMeters
+        // Most fixes are metres apart: a bound settles them without the iterative geodesic.
+        guard Geodesy.distanceUpperBound(latitude1: a.latitude, longitude1: a.longitude, latitude2: b.latitude, longitude2: b.longitude) > allowed else {
+            return nil
+        }
+        let meters = Geodesy.distance(latitude1: a.latitude, longitude1: a.longitude, latitude2: b.latitude, longitude2: b.longitude)
+        guard meters > allowed else { return nil }
         return seconds > 0 ? meters / seconds : .infinity
     }
 
