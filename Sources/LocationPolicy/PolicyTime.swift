@@ -3,16 +3,23 @@
 /// administrator, a receiver's time) — and the wall clock (Unix seconds, UTC) for what is dated: stored
 /// grants that expire at a date and survive restarts, times shown to agents and written to the audit.
 public struct PolicyTime: Hashable, Sendable {
-    /// Monotonic time, for durations.
-    public var monotonic: ContinuousClock.Instant
+    /// Monotonic time, for durations, as `ContinuousClock.Instant.sinceOrigin`: stored so, a moment has a
+    /// fixed layout (an instant's is known only at run time), and the fan-out reads it per client and fix.
+    public var sinceOrigin: Duration
     /// Unix seconds (UTC), for dates.
     public var wall: Double
+
+    /// Monotonic time, for durations.
+    public var monotonic: ContinuousClock.Instant {
+        get { ContinuousClock.Instant(sinceOrigin: sinceOrigin) }
+        set { sinceOrigin = newValue.sinceOrigin }
+    }
 
     /// - Parameters:
     ///   - monotonic: the monotonic clock's reading.
     ///   - wall: the wall clock's reading, Unix seconds.
     public init(monotonic: ContinuousClock.Instant, wall: Double) {
-        self.monotonic = monotonic
+        self.sinceOrigin = monotonic.sinceOrigin
         self.wall = wall
     }
 
@@ -22,6 +29,9 @@ public struct PolicyTime: Hashable, Sendable {
     ///   - seconds: how much later, seconds.
     /// - Returns: the later moment.
     public static func + (time: PolicyTime, seconds: Double) -> PolicyTime {
-        PolicyTime(monotonic: time.monotonic + .milliseconds(Int64((seconds * 1000).rounded())), wall: time.wall + seconds)
+        var later = time
+        later.sinceOrigin += .milliseconds(Int64((seconds * 1000).rounded()))
+        later.wall += seconds
+        return later
     }
 }

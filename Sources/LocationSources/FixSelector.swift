@@ -31,9 +31,33 @@ public struct FixSelector: Sendable {
         var staleAfter: Duration?
         var connected = false
         var lastValid: Fix?
-        var lastValidAt: ContinuousClock.Instant?
+        /// When `lastValid` came (`ContinuousClock.Instant.sinceOrigin`: fixed layout).
+        var lastValidAt: Duration?
         var cycle = Duration.seconds(1)
+        /// `cycle` × 3, worked out when `cycle` changes: `Duration`'s own `*` is generic over the factor's
+        /// type and ran unspecialized through the runtime, in every `qualifies` of every fix
+        /// (Benchmarks/README.md, epoch-path.sh).
+        var threeCycles = Duration.seconds(3)
+
+        mutating func measure(cycle newCycle: Duration) {
+            cycle = newCycle
+            threeCycles = newCycle + newCycle + newCycle
+        }
+
+        /// `cycle` × `failoverCycles` (only asked when there is another receiver to fail over to).
+        var failoverSpan: Duration { Self.scale(cycle, by: FixSelector.failoverCycles) }
+
+        /// `d` × `factor`, through the duration's components.
+        static func scale(_ d: Duration, by factor: Double) -> Duration {
+            let (seconds, attoseconds) = d.components
+            return .nanoseconds((Double(seconds) * 1e9 + Double(attoseconds) / 1e9) * factor)
+        }
     }
+
+    /// The shortest and longest cycle measured, and the least gap measured as one.
+    private static let shortestCycle = Duration.milliseconds(50)
+    private static let longestCycle = Duration.seconds(10)
+    private static let leastGap = Duration.milliseconds(10)
 
     /// One entry per receiver, in no particular order (`order` breaks ties). A handful at most, so a
     /// linear search by name beats hashing, and a fix updates its entry in place.
@@ -68,25 +92,36 @@ public struct FixSelector: Sendable {
         if let i = entries.firstIndex(where: { $0.name == entry.name }) { entries[i] = entry } else { entries.append(entry) }
     }
 
-    /// How long the entry's valid fix stays live at all.
-    func liveness(_ e: Entry) -> Duration { e.staleAfter ?? e.cycle * 3 }
+    /// How long entry `i`'s valid fix stays live at all. (Entries are read in place, by index: a copy of
+    /// one copies its fix.)
+    func liveness(_ i: Int) -> Duration { entries[i].staleAfter ?? entries[i].threeCycles }
 
-    /// How long the entry's valid fix keeps it selected: its liveness alone, or with an alternative
+    /// How long entry `i`'s valid fix keeps it selected: its liveness alone, or with an alternative
     /// receiver the failover freshness (capped by its liveness).
-    func freshness(_ e: Entry) -> Duration {
-        guard entries.count > 1 else { return liveness(e) }
-        return min(max(minimumFreshness, e.cycle * Self.failoverCycles), liveness(e))
+    func freshness(_ i: Int) -> Duration {
+        guard entries.count > 1 else { return liveness(i) }
+        return min(max(minimumFreshness, entries[i].failoverSpan), liveness(i))
     }
 
     /// The moment the currently selected receiver's fix stops qualifying, for a timer; nil when none is
     /// selected.
     public func nextDeadline() -> ContinuousClock.Instant? {
+        nextDeadlineSinceOrigin.map { ContinuousClock.Instant(sinceOrigin: $0) }
+    }
+
+    /// `nextDeadline()` as `ContinuousClock.Instant.sinceOrigin`.
+    var nextDeadlineSinceOrigin: Duration? {
         guard let s = selected, let i = index(of: s), let at = entries[i].lastValidAt else { return nil }
-        return at + freshness(entries[i])
+        return at + freshness(i)
     }
 
     /// A receiver connected or became unavailable.
     public mutating func connection(_ name: String, connected: Bool, now: ContinuousClock.Instant) -> Action {
+        connection(name, connected: connected, now: now.sinceOrigin)
+    }
+
+    /// `connection(_:connected:now:)` with `now` as `ContinuousClock.Instant.sinceOrigin`.
+    mutating func connection(_ name: String, connected: Bool, now: Duration) -> Action {
         guard let i = index(of: name) else { return .none }
         entries[i].connected = connected
         if !connected {
@@ -98,11 +133,16 @@ public struct FixSelector: Sendable {
 
     /// A fix (or no-fix) from a receiver.
     public mutating func fix(_ fix: Fix, from name: String, now: ContinuousClock.Instant) -> Action {
+        self.fix(fix, from: name, now: now.sinceOrigin)
+    }
+
+    /// `fix(_:from:now:)` with `now` as `ContinuousClock.Instant.sinceOrigin`.
+    mutating func fix(_ fix: Fix, from name: String, now: Duration) -> Action {
         guard let i = index(of: name) else { return .none }
         entries[i].connected = true
         if fix.hasPosition {
-            if let at = entries[i].lastValidAt, now - at > .milliseconds(10) {
-                entries[i].cycle = min(max(now - at, .milliseconds(50)), .seconds(10))
+            if let at = entries[i].lastValidAt, now - at > Self.leastGap {
+                entries[i].measure(cycle: min(max(now - at, Self.shortestCycle), Self.longestCycle))
             }
             entries[i].lastValid = fix
             entries[i].lastValidAt = now
@@ -117,7 +157,10 @@ public struct FixSelector: Sendable {
     }
 
     /// Time passed: the selected receiver's fix may have gone stale.
-    public mutating func tick(now: ContinuousClock.Instant) -> Action { reselect(now: now) }
+    public mutating func tick(now: ContinuousClock.Instant) -> Action { reselect(now: now.sinceOrigin) }
+
+    /// `tick(now:)` with `now` as `ContinuousClock.Instant.sinceOrigin`.
+    mutating func tick(now: Duration) -> Action { reselect(now: now) }
 
     /// The receivers changed (a configuration reload): from now on choose among `receivers`, in this
     /// order (it breaks priority ties). A receiver that stays and is not in `reset` keeps its state
@@ -136,18 +179,21 @@ public struct FixSelector: Sendable {
             Self.put(kept, in: &updated)
         }
         entries = updated
-        return reselect(now: now)
+        return reselect(now: now.sinceOrigin)
     }
 
-    private func qualifies(_ e: Entry, now: ContinuousClock.Instant) -> Bool {
-        guard e.connected, e.lastValid != nil, let at = e.lastValidAt else { return false }
-        return now - at <= freshness(e)
+    private func qualifies(_ i: Int, now: Duration) -> Bool {
+        // (`lastValidAt` is set and cleared with `lastValid`: the fix itself is not looked at, nor copied.)
+        guard entries[i].connected, let at = entries[i].lastValidAt else { return false }
+        return now - at <= freshness(i)
     }
 
-    private mutating func reselect(now: ContinuousClock.Instant) -> Action {
+    private mutating func reselect(now: Duration) -> Action {
         var best: Int? = nil
-        for i in entries.indices where qualifies(entries[i], now: now) {
-            if let b = best, (entries[i].priority, -entries[i].order) <= (entries[b].priority, -entries[b].order) { continue }
+        for i in entries.indices where qualifies(i, now: now) {
+            // Higher priority wins; on a tie, the earlier in configuration order.
+            if let b = best, entries[i].priority < entries[b].priority
+                || (entries[i].priority == entries[b].priority && entries[i].order >= entries[b].order) { continue }
             best = i
         }
         let previous = selected

@@ -33,17 +33,29 @@ public final class ReceiverSet: Sendable {
         var receivers: [any Receiver]
         var selector: FixSelector
         var handler: (@Sendable (Event) -> Void)?
-        /// The token of each receiver's current start, by name: events of a receiver that was replaced or
-        /// removed carry an old token and are dropped.
-        var tokens: [String: Int] = [:]
+        /// One per running receiver: the token of its current start (events of a receiver that was
+        /// replaced or removed carry an old token and are dropped) and its plausibility rules and history
+        /// (docs/RECEIVERS.md), made at its first fix and forgotten when it disconnects or is replaced.
+        /// A handful: found by a linear search on the token, without hashing the receiver's name.
+        var slots: [Slot] = []
         var nextToken = 0
         /// Ticks the selector when the selected fix would go stale; made on first use, gone after `stop`.
         var clock: SelectorClock?
-        /// The deadline `clock` waits for; nil when it waits for nothing.
-        var clockDeadline: ContinuousClock.Instant?
-        /// Each receiver's plausibility rules and history (docs/RECEIVERS.md), made at its first fix and
-        /// forgotten when it disconnects or is replaced.
-        var plausibility: [String: FixPlausibility] = [:]
+        /// The deadline `clock` waits for (`ContinuousClock.Instant.sinceOrigin`); nil when it waits for nothing.
+        var clockDeadline: Duration?
+
+        /// The slot of the receiver start that issued `token`, if it is still current.
+        func slot(token: Int) -> Int? { slots.firstIndex { $0.token == token } }
+
+        /// Forgets the receiver `name`'s start (its token and plausibility history).
+        mutating func retire(_ name: String) { slots.removeAll { $0.name == name } }
+    }
+
+    /// A running receiver's start (see `State.slots`).
+    private struct Slot {
+        var name: String
+        var token: Int
+        var plausibility: FixPlausibility?
     }
 
     /// What the set publishes for readers.
@@ -100,7 +112,7 @@ public final class ReceiverSet: Sendable {
         for receiver in receivers { receiver.stop() }
         let clock = state.withLock { s -> SelectorClock? in
             s.handler = nil
-            s.tokens.removeAll()
+            s.slots.removeAll()
             s.clockDeadline = nil
             defer { s.clock = nil }
             return s.clock
@@ -165,15 +177,13 @@ public final class ReceiverSet: Sendable {
             let toStop = old.filter { !newNames.contains($0.name) || change.replaced.contains($0.name) }
             s.receivers = newReceivers
             for name in change.removed {
-                s.tokens[name] = nil
-                s.plausibility[name] = nil
+                s.retire(name)
             }
             // A receiver started anew (added, or replaced with new settings such as check-date) starts its
             // plausibility history and rules afresh: the old receiver's disconnect status is never seen
             // (its token is retired), so it would not be cleared otherwise.
             for receiver in toStart {
-                s.tokens[receiver.name] = nil
-                s.plausibility[receiver.name] = nil
+                s.retire(receiver.name)
             }
             let running = s.handler != nil
             let started = running ? toStart.map { (receiver: $0, token: Self.issueToken(for: $0.name, in: &s)) } : []
@@ -203,7 +213,8 @@ public final class ReceiverSet: Sendable {
     /// A fresh token for the receiver `name`.
     private static func issueToken(for name: String, in s: inout State) -> Int {
         s.nextToken += 1
-        s.tokens[name] = s.nextToken
+        s.retire(name)
+        s.slots.append(Slot(name: name, token: s.nextToken))
         return s.nextToken
     }
 
@@ -215,14 +226,25 @@ public final class ReceiverSet: Sendable {
     /// One event of a receiver, on that receiver's thread: the selector decides under the lock, the
     /// owner hears of it after.
     private func receive(_ event: ReceiverEvent, from name: String, token: Int) {
-        let now = ContinuousClock.now
+        if case .counts(let sentences, let errors) = event {
+            // At every read, after its fixes: only the snapshot changes.
+            state.withLock { s in
+                guard s.slot(token: token) != nil else { return }
+                publish(.none, updating: name) {
+                    $0.sentences = sentences
+                    $0.errors = errors
+                }
+            }
+            return
+        }
+        let now = ContinuousClock.now.sinceOrigin
         let (action, status, handler) = state.withLock { s -> (FixSelector.Action, ReceiverStatus?, (@Sendable (Event) -> Void)?) in
-            guard s.tokens[name] == token else { return (.none, nil, nil) }
+            guard let slot = s.slot(token: token) else { return (.none, nil, nil) }
             let action: FixSelector.Action
             var status: ReceiverStatus? = nil
             switch event {
             case .fix(let received):
-                let (vetted, findings) = vet(received, from: name, now: now, in: &s)
+                let (vetted, findings) = vet(received, from: name, slot: slot, now: now, in: &s)
                 guard let fix = vetted else {
                     publish(.none, updating: name) { $0.implausibleFixes += 1 }
                     return (.none, nil, nil)
@@ -236,18 +258,14 @@ public final class ReceiverSet: Sendable {
                 }
             case .status(let changed):
                 status = changed
-                if !changed.isConnected { s.plausibility[name] = nil }
+                if !changed.isConnected { s.slots[slot].plausibility = nil }
                 action = s.selector.connection(name, connected: changed.isConnected, now: now)
                 publish(action, updating: name) {
                     $0.state = changed.state
                     $0.speed = changed.speed
                     $0.connectedSince = changed.connectedSince
                 }
-            case .counts(let sentences, let errors):
-                publish(.none, updating: name) {
-                    $0.sentences = sentences
-                    $0.errors = errors
-                }
+            case .counts:
                 return (.none, nil, nil)
             }
             armTimer(&s)
@@ -259,11 +277,13 @@ public final class ReceiverSet: Sendable {
     }
 
     /// The receiver's fix as its plausibility rules leave it (nil: dropped), and what they found.
-    private func vet(_ fix: Fix, from name: String, now: ContinuousClock.Instant, in s: inout State) -> (Fix?, [FixPlausibility.Finding]) {
-        var rules = s.plausibility[name]
-            ?? FixPlausibility(configuration: s.receivers.first { $0.name == name }?.plausibility ?? .init())
-        let result = rules.vet(fix, wallClock: wallClock(), now: now)
-        s.plausibility[name] = rules
+    private func vet(_ fix: Fix, from name: String, slot: Int, now: Duration, in s: inout State) -> (Fix?, [FixPlausibility.Finding]) {
+        if s.slots[slot].plausibility == nil {
+            s.slots[slot].plausibility = FixPlausibility(configuration: s.receivers.first { $0.name == name }?.plausibility ?? .init())
+        }
+        let wall = wallClock()
+        // In place: the rules are not copied out and back.
+        let result = s.slots[slot].plausibility?.vet(fix, wallClock: wall, now: now) ?? (fix, [])
         return result
     }
 
@@ -279,7 +299,7 @@ public final class ReceiverSet: Sendable {
     /// already waits for an earlier one: a fix moves that moment later, and the clock, waking early,
     /// learns the later one then (`clockTick`) — nothing is done per fix.
     private func armTimer(_ s: inout State) {
-        guard let deadline = s.selector.nextDeadline(), s.handler != nil else { return }
+        guard let deadline = s.selector.nextDeadlineSinceOrigin, s.handler != nil else { return }
         if let armed = s.clockDeadline, armed <= deadline { return }
         if s.clock == nil {
             s.clock = try? SelectorClock { [weak self] in self?.clockTick() }
@@ -291,12 +311,12 @@ public final class ReceiverSet: Sendable {
     /// On the clock's thread: ticks the selector, publishes what changed, and returns how long to wait
     /// for the next deadline (just after it: a fix exactly `freshness` old still qualifies).
     private func clockTick() -> Duration? {
-        let now = ContinuousClock.now
+        let now = ContinuousClock.now.sinceOrigin
         let (action, handler, next) = state.withLock { s -> (FixSelector.Action, (@Sendable (Event) -> Void)?, Duration?) in
             guard s.handler != nil else { return (.none, nil, nil) }
             let action = s.selector.tick(now: now)
             if case .publish(let fix) = action { published.withLock { $0.latestFix = fix } }
-            s.clockDeadline = s.selector.nextDeadline()
+            s.clockDeadline = s.selector.nextDeadlineSinceOrigin
             return (action, s.handler, s.clockDeadline.map { max(.zero, $0 - now) + .milliseconds(10) })
         }
         if case .publish(let fix) = action { handler?(.fix(fix)) }

@@ -27,7 +27,8 @@ extension SerialReceiver {
         /// How long to listen at each speed.
         let window: Duration
         /// The search under way; nil when not searching.
-        var search: (speeds: [Int], index: Int, deadline: ContinuousClock.Instant)?
+        /// (`deadline` as `ContinuousClock.Instant.sinceOrigin`: fixed layout, read at every read.)
+        var search: (speeds: [Int], index: Int, deadline: Duration)?
 
         /// - Parameter window: how long to listen at each speed.
         init(window: Duration) {
@@ -37,7 +38,7 @@ extension SerialReceiver {
         /// How long until the current window ends (the reader's next deadline, never negative); nil when
         /// not searching.
         var timeLeft: Duration? {
-            search.map { max(.zero, $0.deadline - ContinuousClock.now) }
+            search.map { max(.zero, $0.deadline - ContinuousClock.now.sinceOrigin) }
         }
     }
 

@@ -84,7 +84,7 @@ public final class SerialReceiver: Receiver, @unchecked Sendable {
         decoding.discard()
         let speeds = configuredSpeed.map { [$0] } ?? commonSerialSpeeds
         if configuredSpeed == nil {
-            autobaud.search = (speeds, 0, ContinuousClock.now)
+            autobaud.search = (speeds, 0, ContinuousClock.now.sinceOrigin)
             core.setState(.starting)
             trySpeed()
         } else {
@@ -102,7 +102,7 @@ public final class SerialReceiver: Receiver, @unchecked Sendable {
         do {
             // The reader thread also ends the autobaud windows, as its poll timeout.
             connection.reader = try ReadabilityThread(fileDescriptor: opened.fileDescriptor, queue: core.queue,
-                                                      firstDeadline: autobaud.search.map { $0.deadline - ContinuousClock.now }) { [weak self] readable in
+                                                      firstDeadline: autobaud.search.map { $0.deadline - ContinuousClock.now.sinceOrigin }) { [weak self] readable in
                 guard let self else { return nil }
                 if readable { self.readAvailable() }
                 return self.nextSpeedIfDue()
@@ -132,7 +132,7 @@ public final class SerialReceiver: Receiver, @unchecked Sendable {
             return
         }
         decoding.discard()
-        search.deadline = ContinuousClock.now + autobaud.window
+        search.deadline = ContinuousClock.now.sinceOrigin + autobaud.window
         autobaud.search = search
     }
 
@@ -140,7 +140,7 @@ public final class SerialReceiver: Receiver, @unchecked Sendable {
     /// until the current window ends (the reader's next deadline), nil when not searching.
     private func nextSpeedIfDue() -> Duration? {
         guard var search = autobaud.search else { return nil }
-        if ContinuousClock.now >= search.deadline {
+        if ContinuousClock.now.sinceOrigin >= search.deadline {
             search.index += 1
             autobaud.search = search
             trySpeed()

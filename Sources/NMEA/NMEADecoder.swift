@@ -46,11 +46,8 @@ public struct NMEADecoder: Sendable {
     public mutating func decode<Bytes: Sequence>(_ bytes: Bytes, emit: (Fix) throws -> Void) rethrows
         where Bytes.Element == UInt8
     {
-        // The framer and the assembler are both stored in self: take the assembler out for the duration.
-        var assembler = self.assembler
         var malformed = 0, ignored = 0, fixes = 0
         defer {
-            self.assembler = assembler
             self.malformed += malformed
             self.ignored += ignored
             self.fixes += fixes

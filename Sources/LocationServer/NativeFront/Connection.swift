@@ -1,6 +1,7 @@
 import CPosixShims
 import Dispatch
 import Synchronization
+import LocationCore
 import LocationPolicy
 import LocationPosix
 import LocationWire

@@ -112,7 +112,7 @@ extension Publisher {
             guard let accuracy = uplinks.entries[index].lastState?.accuracy else { continue }
             guard ensureReport(accuracy, wall: now.wall), let fix = reportFix(accuracy) else { continue }
             if accuracy == .full {
-                guard uplinks.entries[index].filter.admit(Position(fix), now: now.monotonic) else { continue }
+                guard uplinks.entries[index].filter.admit(Position(fix), now: now.sinceOrigin) else { continue }
             } else {
                 guard uplinks.entries[index].pacing.allows(key, report: reportSerial, now: now.monotonic, interval: interval) else { continue }
                 uplinks.entries[index].pacing.record(key, report: reportSerial, now: now.monotonic, interval: interval)

@@ -307,7 +307,7 @@ struct Publisher {
     private mutating func stream(_ index: Int, _ accuracy: AccuracyAuthorization, at now: Moment,
                                  into out: inout [Delivery]) {
         if accuracy == .full {
-            guard subscribers[slot: index].filter.admit(report.fullPosition, now: now.monotonic) else { return }
+            guard subscribers[slot: index].filter.admit(report.fullPosition, now: now.sinceOrigin) else { return }
         }
         if subscribers.entries[index].toldFix == false { tellFix(index, true, into: &out) }
         subscribers[slot: index].toldFix = true

@@ -85,8 +85,8 @@ struct DeliveryFilter: Sendable {
     var lastPosition: Position?
 
     /// Whether a report at `position` passes now; if it does, it counts as delivered.
-    mutating func admit(_ position: Position?, now instant: ContinuousClock.Instant) -> Bool {
-        let now = instant.sinceOrigin
+    /// - Parameter now: `ContinuousClock.Instant.sinceOrigin` (a `Moment`'s).
+    mutating func admit(_ position: Position?, now: Duration) -> Bool {
         if let lastAt, now - lastAt < minInterval { return false }
         if distanceFilter > 0 {
             if let last = lastPosition, let position,
@@ -121,6 +121,6 @@ struct AuthorizationCache: Sendable {
     var auditPending = true
 
     func holds(generation: Int, at now: Moment) -> Bool {
-        valid && self.generation == generation && now.wall < until && onceEnds.map { now.monotonic.sinceOrigin < $0 } ?? true
+        valid && self.generation == generation && now.wall < until && onceEnds.map { now.sinceOrigin < $0 } ?? true
     }
 }
