@@ -30,6 +30,17 @@ struct GpsdSession: Sendable {
     }
 }
 
+/// One fix's gpsd shapes at one accuracy (see `GpsdFrontState.shapes`).
+struct GpsdShapes: Sendable {
+    var tpv: [UInt8] = []
+    /// Empty at reduced accuracy.
+    var sky: [UInt8] = []
+    /// `sky` then `tpv`, as a JSON watcher gets them: made once for all watchers.
+    var skyAndTPV: [UInt8] = []
+    /// Encoded only when some watcher wants NMEA.
+    var nmea: [UInt8] = []
+}
+
 /// The gpsd front's share of the server state: gpsd's error model per receiver, each fix's gpsd shapes
 /// encoded once for all gpsd clients (docs/GPSD.md), and the watchers the policy lets see nothing.
 struct GpsdFrontState {
@@ -50,7 +61,7 @@ struct GpsdFrontState {
     var blind: Set<Int> = []
     /// The Publisher's report serial the encodings below belong to.
     private var serial: UInt64?
-    private var encoded: [EncodingKey: (tpv: [UInt8], sky: [UInt8], nmea: [UInt8])] = [:]
+    private var encoded: [EncodingKey: GpsdShapes] = [:]
 
     private struct EncodingKey: Hashable {
         var accuracy: AccuracyAuthorization
@@ -67,7 +78,7 @@ struct GpsdFrontState {
     /// the reduced position and `eph` only, no SKY, NMEA without satellites. The NMEA sentences only when
     /// `nmea` (some client watches in `nmea`/`raw` mode): most do not, and they cost as much as the TPV.
     mutating func shapes(of fix: Fix, accuracy: AccuracyAuthorization, serial: UInt64, nmea wanted: Bool = false)
-        -> (tpv: [UInt8], sky: [UInt8], nmea: [UInt8])
+        -> GpsdShapes
     {
         if self.serial != serial {
             self.serial = serial
@@ -82,16 +93,19 @@ struct GpsdFrontState {
             return done
         }
         let device = fix.device.flatMap { devicePaths[$0] } ?? fix.device
-        var tpv: [UInt8] = [], sky: [UInt8] = [], nmea: [UInt8] = []
+        var shapes = GpsdShapes()
         if accuracy == .full {
-            GpsdReports.appendTPV(fix, estimates: estimates, device: device, to: &tpv)
-            GpsdReports.appendSKY(fix, dop: estimates.dop, device: device, to: &sky)
+            GpsdReports.appendTPV(fix, estimates: estimates, device: device, to: &shapes.tpv)
+            GpsdReports.appendSKY(fix, dop: estimates.dop, device: device, to: &shapes.sky)
         } else {
-            GpsdReports.appendTPV(fix, estimates: GpsdEstimates(eph: fix.eph), device: device, to: &tpv)
+            GpsdReports.appendTPV(fix, estimates: GpsdEstimates(eph: fix.eph), device: device, to: &shapes.tpv)
         }
-        if wanted { NMEASynthesizer.appendEpoch(fix, satellites: accuracy == .full, to: &nmea) }
-        encoded[key] = (tpv, sky, nmea)
-        return (tpv, sky, nmea)
+        shapes.skyAndTPV.reserveCapacity(shapes.sky.count + shapes.tpv.count)
+        shapes.skyAndTPV += shapes.sky
+        shapes.skyAndTPV += shapes.tpv
+        if wanted { NMEASynthesizer.appendEpoch(fix, satellites: accuracy == .full, to: &shapes.nmea) }
+        encoded[key] = shapes
+        return shapes
     }
 
     /// A TPV without position, time or satellites: `mode` 1 (what a client that may see nothing gets, and

@@ -103,18 +103,21 @@ extension ServerState {
     mutating func gpsdDeliver(_ delivery: Delivery, at wall: Double) {
         switch delivery {
         case let .report(id, accuracy):
-            guard let fix = publisher.reportFix(accuracy) else { return }
+            // Per client and fix: the connection is reached in place, by index (a dictionary's getter would
+            // copy it whole), and a JSON watcher is sent the shapes encoded once for all.
+            guard let fix = publisher.reportFix(accuracy), let index = connections.index(forKey: id) else { return }
             refreshDevicePaths()
-            guard let session = connections[id]?.gpsd else { return }
-            let shapes = gpsdFront.shapes(of: fix, accuracy: accuracy, serial: publisher.reportSerial, nmea: session.wantsNMEA)
-            connections[id]?.gpsd?.lastTPV = shapes.tpv
-            connections[id]?.gpsd?.lastSKY = shapes.sky
-            var bytes: [UInt8] = []
+            guard let (json, nmea) = Self.gpsdModes(&connections.values[index]) else { return }
+            let shapes = gpsdFront.shapes(of: fix, accuracy: accuracy, serial: publisher.reportSerial, nmea: nmea)
+            Self.gpsdRemember(shapes, in: &connections.values[index])
             // SKY first: gpsd clients (gpxlogger, cgps) pair a TPV with the SKY received before it, and gpsd sends a
             // cycle's SKY (at its last GSV) before the TPV of the cycle's last position sentence.
-            if session.conversation.policy.json { bytes += shapes.sky + shapes.tpv }
-            if session.wantsNMEA { bytes += shapes.nmea }
-            if !bytes.isEmpty { send(id, bytes, isLocation: true, gpsd: true) }
+            switch (json, nmea) {
+            case (true, false): send(at: index, id, shapes.skyAndTPV, isLocation: true, gpsd: true)
+            case (false, true): send(at: index, id, shapes.nmea, isLocation: true, gpsd: true)
+            case (true, true): send(at: index, id, shapes.skyAndTPV + shapes.nmea, isLocation: true, gpsd: true)
+            case (false, false): break
+            }
         case let .fixState(id, fix):
             if !fix {
                 connections[id]?.gpsd?.lastTPV = []
@@ -144,6 +147,18 @@ extension ServerState {
         case .pollReply, .audit:
             break
         }
+    }
+
+    /// A gpsd connection's watch modes (`json`, NMEA wanted), read in place; nil for a native connection.
+    private static func gpsdModes(_ connection: inout Connection) -> (json: Bool, nmea: Bool)? {
+        guard let session = connection.gpsd else { return nil }
+        return (session.conversation.policy.json, session.wantsNMEA)
+    }
+
+    /// Keeps the reports a gpsd connection was sent, for its `?POLL;`.
+    private static func gpsdRemember(_ shapes: GpsdShapes, in connection: inout Connection) {
+        connection.gpsd?.lastTPV = shapes.tpv
+        connection.gpsd?.lastSKY = shapes.sky
     }
 
     /// Each fix: watchers that may see nothing get a `mode` 1 TPV, as gpsd sends a no-fix epoch.

@@ -78,9 +78,14 @@ public struct GpsdDOP: Hashable, Sendable {
     ///   - reported: the DOPs the receiver sent (GSA, GGA).
     ///   - satellites: the satellites in view; only those marked used count.
     public static func filled(reported: DilutionOfPrecision, satellites: [Satellite]) -> GpsdDOP {
+        filled(reported: reported, inverse: losInverse(satellites))
+    }
+
+    /// `filled(reported:satellites:)` with the satellites' `losInverse` already worked out.
+    static func filled(reported: DilutionOfPrecision, inverse: (Double, Double, Double, Double)?) -> GpsdDOP {
         var dop = GpsdDOP(hdop: reported.horizontal, vdop: reported.vertical, pdop: reported.position,
                           tdop: reported.time, gdop: reported.geometric)
-        guard let inverse = losInverse(satellites) else { return dop }
+        guard let inverse else { return dop }
         let xx = inverse.0, yy = inverse.1, zz = inverse.2, tt = inverse.3
         dop.xdop = xx.squareRoot()
         dop.ydop = yy.squareRoot()
@@ -96,13 +101,15 @@ public struct GpsdDOP: Hashable, Sendable {
     /// qualify or the matrix is singular. Which satellites qualify is gpsd's rule: used, PRN ≥ 1, azimuth in
     /// 0...359, |elevation| ≤ 90.
     static func losInverse(_ satellites: [Satellite]) -> (Double, Double, Double, Double)? {
-        var normal = [Double](repeating: 0, count: 16)
+        // Fixed-size values, not arrays: this runs at every fix, and each array costs an allocation and a
+        // run-time metadata look-up.
+        var normal = SIMD16<Double>()
         var n = 0
         let radians = Double.pi / 180
         for sat in satellites where sat.used && sat.prn >= 1 {
             guard let az = sat.azimuth, az >= 0, az <= 359, let el = sat.elevation, abs(el) <= 90 else { continue }
-            let row = [sin(az * radians) * cos(el * radians), cos(az * radians) * cos(el * radians),
-                       sin(el * radians), 1]
+            let row = SIMD4<Double>(sin(az * radians) * cos(el * radians), cos(az * radians) * cos(el * radians),
+                                    sin(el * radians), 1)
             for i in 0..<4 { for j in 0..<4 { normal[i * 4 + j] += row[i] * row[j] } }
             n += 1
         }
@@ -111,9 +118,9 @@ public struct GpsdDOP: Hashable, Sendable {
     }
 
     /// Inverse of a 4×4 matrix (row-major) by Gauss–Jordan elimination with partial pivoting; nil when singular.
-    static func invert4x4(_ m: [Double]) -> [Double]? {
+    static func invert4x4(_ m: SIMD16<Double>) -> SIMD16<Double>? {
         var a = m
-        var inv = [Double](repeating: 0, count: 16)
+        var inv = SIMD16<Double>()
         for i in 0..<4 { inv[i * 4 + i] = 1 }
         for col in 0..<4 {
             var pivot = col
@@ -122,8 +129,8 @@ public struct GpsdDOP: Hashable, Sendable {
             guard abs(p) > 1e-12 else { return nil }
             if pivot != col {
                 for k in 0..<4 {
-                    a.swapAt(pivot * 4 + k, col * 4 + k)
-                    inv.swapAt(pivot * 4 + k, col * 4 + k)
+                    (a[pivot * 4 + k], a[col * 4 + k]) = (a[col * 4 + k], a[pivot * 4 + k])
+                    (inv[pivot * 4 + k], inv[col * 4 + k]) = (inv[col * 4 + k], inv[pivot * 4 + k])
                 }
             }
             for k in 0..<4 { a[col * 4 + k] /= p; inv[col * 4 + k] /= p }
@@ -177,13 +184,15 @@ public struct GpsdErrorModel: Sendable {
         // previous epoch's (GGA's HDOP is the current one). The estimates take the store as it was; the epoch's
         // own GSA DOPs enter it afterwards, for the next epoch.
         if let v = fix.dop.horizontal { dop.hdop = v; reported.hdop = true }
-        fillComputed(fix.satellites)
+        // The satellites' geometry, once per fix (four solutions of the same system before).
+        let computed = GpsdDOP.losInverse(fix.satellites).map { GpsdDOP.filled(reported: DilutionOfPrecision(), inverse: $0) }
+        fillComputed(computed)
         let current = dop
         if let v = fix.dop.vertical { dop.vdop = v; reported.vdop = true }
         if let v = fix.dop.position { dop.pdop = v; reported.pdop = true }
         if let v = fix.dop.time { dop.tdop = v; reported.tdop = true }
         if let v = fix.dop.geometric { dop.gdop = v; reported.gdop = true }
-        fillComputed(fix.satellites)
+        fillComputed(computed)
         e.dop = dop
         let dop = current
         let now = fix.time?.unixMilliseconds
@@ -240,10 +249,9 @@ public struct GpsdErrorModel: Sendable {
 
     /// Sets xdop and ydop, and each DOP the receiver never reported, from the geometry of the used satellites
     /// (gpsd `fill_dop()`); with too few satellites for a solution they stay as they were.
-    private mutating func fillComputed(_ satellites: [Satellite]) {
-        guard let computed = GpsdDOP.losInverse(satellites).map({ _ in
-            GpsdDOP.filled(reported: DilutionOfPrecision(), satellites: satellites)
-        }) else { return }
+    /// - Parameter computed: the DOPs of the used satellites' geometry alone; nil without a solution.
+    private mutating func fillComputed(_ computed: GpsdDOP?) {
+        guard let computed else { return }
         dop.xdop = computed.xdop
         dop.ydop = computed.ydop
         if !reported.hdop { dop.hdop = computed.hdop }

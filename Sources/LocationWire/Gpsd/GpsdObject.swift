@@ -34,7 +34,8 @@ struct GpsdObject {
     mutating func integer(_ name: StaticString, _ value: Int?) {
         guard let value else { return }
         key(name)
-        out.append(contentsOf: Array(String(value).utf8))
+        if value < 0 { out.append(UInt8(ascii: "-")) }
+        PrintfDecimal.appendDigits(UInt64(value.magnitude), minimumCount: 1, to: &out)
     }
 
     mutating func number(_ name: StaticString, _ value: Double?, _ decimals: Int) {
@@ -64,7 +65,9 @@ struct GpsdObject {
 
     /// Closes a top-level object with `}` CR LF and appends it to `buffer`.
     mutating func end(to buffer: inout [UInt8]) {
-        out.append(contentsOf: [UInt8(ascii: "}"), 13, 10])
+        out.append(UInt8(ascii: "}"))
+        out.append(13)
+        out.append(10)
         buffer.append(contentsOf: out)
     }
 
@@ -74,26 +77,46 @@ struct GpsdObject {
         buffer.append(contentsOf: out)
     }
 
+    /// Opens an object nested in this one, written into the same buffer (after its key, or its array's
+    /// `[`/`,`): the fields that follow are its, until `closeNested()`.
+    mutating func openNested() {
+        out.append(UInt8(ascii: "{"))
+        first = true
+    }
+
+    /// Closes the object `openNested()` opened; fields that follow are this object's again.
+    mutating func closeNested() {
+        out.append(UInt8(ascii: "}"))
+        first = false
+    }
+
     /// Appends `"text"` with gpsd's escapes (`json_stringify()`: `\"`, `\\`, `\b \f \n \r \t`, other control
     /// and non-ASCII bytes as `\u00XX`).
     static func appendQuoted(_ text: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        let hex = Array("0123456789abcdef".utf8)
         for b in text.utf8 {
             switch b {
             case 0x22, 0x5C: out.append(0x5C); out.append(b)
-            case 0x08: out.append(contentsOf: Array("\\b".utf8))
-            case 0x0C: out.append(contentsOf: Array("\\f".utf8))
-            case 0x0A: out.append(contentsOf: Array("\\n".utf8))
-            case 0x0D: out.append(contentsOf: Array("\\r".utf8))
-            case 0x09: out.append(contentsOf: Array("\\t".utf8))
+            case 0x08: out.append(0x5C); out.append(UInt8(ascii: "b"))
+            case 0x0C: out.append(0x5C); out.append(UInt8(ascii: "f"))
+            case 0x0A: out.append(0x5C); out.append(UInt8(ascii: "n"))
+            case 0x0D: out.append(0x5C); out.append(UInt8(ascii: "r"))
+            case 0x09: out.append(0x5C); out.append(UInt8(ascii: "t"))
             case 0..<0x20, 0x7F...:
-                out.append(contentsOf: Array("\\u00".utf8))
-                out.append(hex[Int(b >> 4)])
-                out.append(hex[Int(b & 15)])
+                out.append(0x5C)
+                out.append(UInt8(ascii: "u"))
+                out.append(UInt8(ascii: "0"))
+                out.append(UInt8(ascii: "0"))
+                out.append(hexDigit(b >> 4))
+                out.append(hexDigit(b & 15))
             default: out.append(b)
             }
         }
         out.append(UInt8(ascii: "\""))
+    }
+
+    /// The lower-case hexadecimal digit of `nibble` (0...15).
+    private static func hexDigit(_ nibble: UInt8) -> UInt8 {
+        nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
     }
 }

@@ -40,15 +40,23 @@ enum PrintfDecimal {
     }
 
     /// Appends `value`'s decimal digits, left-padded with zeros to `minimumCount`.
+    /// Written in place, last digit first (no temporary array: every number of every report comes here).
     static func appendDigits(_ value: UInt64, minimumCount: Int, to out: inout [UInt8]) {
-        var digits: [UInt8] = []
+        var count = 1
         var v = value
-        repeat {
-            digits.append(UInt8(truncatingIfNeeded: 48 + v % 10))
+        while v >= 10 {
             v /= 10
-        } while v > 0
-        while digits.count < minimumCount { digits.append(48) }
-        out.append(contentsOf: digits.reversed())
+            count += 1
+        }
+        count = max(count, minimumCount)
+        out.append(contentsOf: repeatElement(UInt8(ascii: "0"), count: count))
+        var i = out.count - 1
+        v = value
+        while v > 0 {
+            out[i] = UInt8(truncatingIfNeeded: 48 + v % 10)
+            v /= 10
+            i -= 1
+        }
     }
 
     private static func appendLarge(_ magnitude: Double, negative: Bool, decimals: Int, to out: inout [UInt8]) {
