@@ -5,7 +5,9 @@
 # usage (from the package root, as root: perf needs the tracepoints):  Benchmarks/epoch-path.sh
 #
 # Environment: SCRATCH (swift build --scratch-path, default .build), NMEA_LOGS (default ../shared/nmea-logs),
-# SECONDS_TRACED (default 8).
+# SECONDS_TRACED (default 8), LOCATIOND_BIN (a locationd binary to trace instead of building one, e.g. an
+# older commit's), RECEIVER_OPTIONS (lines added to the receiver's section; default `check-date = no`, since
+# the capture is from 2012 — set it empty for a binary older than that option).
 #
 # Each daemon runs pinned on CPU 0 with Benchmarks/fanout/harness.c on the last CPU replaying
 # telit-he910.log at 10 Hz into a pty, one client subscribed (as Benchmarks/fanout-latency.sh does). After
@@ -28,8 +30,13 @@ capture=$NMEA_LOGS/telit-he910.log
 command -v perf >/dev/null 2>&1 || { echo "perf not found: apt-get install linux-perf" >&2; exit 1; }
 [ "$(nproc)" -ge 2 ] || { echo "needs at least 2 CPUs" >&2; exit 1; }
 
-swift build -c release --scratch-path "$SCRATCH" --product locationd >&2
-locationd="$(swift build -c release --scratch-path "$SCRATCH" --show-bin-path)/locationd"
+if [ -n "${LOCATIOND_BIN:-}" ]; then
+    locationd=$LOCATIOND_BIN
+else
+    swift build -c release --scratch-path "$SCRATCH" --product locationd >&2
+    locationd="$(swift build -c release --scratch-path "$SCRATCH" --show-bin-path)/locationd"
+fi
+receiver_options=${RECEIVER_OPTIONS-check-date = no}
 work=$(mktemp -d)
 pids=()
 cleanup() {
@@ -82,8 +89,8 @@ trace() { # trace KIND
     done
     pty=$(cat "$dir/pty")
     if [ "$kind" = locationd ]; then
-        printf '[daemon]\nsocket = %s\nstate-directory = %s\nlog-level = warning\n[receiver gnss0]\ntype = serial\npath = %s\nspeed = 9600\ncheck-date = no\n[policy]\naccess = always\naccuracy = full\n' \
-            "$dir/daemon.sock" "$dir/state" "$pty" > "$dir/locationd.conf"
+        printf '[daemon]\nsocket = %s\nstate-directory = %s\nlog-level = warning\n[receiver gnss0]\ntype = serial\npath = %s\nspeed = 9600\n%s\n[policy]\naccess = always\naccuracy = full\n' \
+            "$dir/daemon.sock" "$dir/state" "$pty" "$receiver_options" > "$dir/locationd.conf"
         taskset -c 0 "$locationd" --config "$dir/locationd.conf" > /dev/null 2> "$dir/daemon.log" &
     else
         taskset -c 0 "$work/reference" "$dir/daemon.sock" "$pty" > /dev/null 2> "$dir/daemon.log" &

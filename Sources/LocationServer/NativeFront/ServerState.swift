@@ -366,8 +366,13 @@ struct ServerState {
     /// the kernel's socket buffer (SIOCOUTQ) — is disconnected. One ioctl per client, every second or so.
     private mutating func sweepStuckClients(now: ContinuousClock.Instant) {
         var stuck: [Int] = []
-        for index in connections.indices where connections.values[index].isStuck(now: now, timeout: limits.clientTimeout) {
-            stuck.append(connections.keys[index])
+        // Walked by index, not over `connections.indices`: that collection holds the table, so the first
+        // connection changed in place (`isStuck` notes read progress) copied the whole table — every second,
+        // at 1000 clients 1.6 MB at the peak (heaptrack), and glibc kept the pages.
+        var index = connections.startIndex
+        while index != connections.endIndex {
+            if connections.values[index].isStuck(now: now, timeout: limits.clientTimeout) { stuck.append(connections.keys[index]) }
+            connections.formIndex(after: &index)
         }
         for id in stuck.sorted() { refuse(id, "read nothing for \(DurationText.seconds(limits.clientTimeout)) while messages waited") }
         sweeping = false
