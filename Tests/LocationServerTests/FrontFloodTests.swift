@@ -1,0 +1,78 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import FoundationEssentials
+import Testing
+
+/// A byte flood on the gpsd front and the NMEA socket is bounded as on the native socket: more than
+/// 64 × 16 KiB (the longest request) in a second, and the connection is closed. An attacker's trial found
+/// both fronts reading whatever came: 64 gpsd connections pushed 8.4 GB in 15 s and kept a CPU busy.
+@Suite("Byte floods on the gpsd front and the NMEA socket", .serialized)
+struct FrontFloodTests {
+    /// Sends a 64 KiB chunk every 20 ms (3.2 MB/s: few enough reads to stay under the 1000 requests a
+    /// second) for up to 8 s to a TCP `host:port` or a Unix socket path; prints how many bytes went and
+    /// whether the daemon closed the connection (end of file or reset; a read that times out is not).
+    static let flood = """
+    import socket, sys, time
+    target = sys.argv[1]
+    if target.startswith("/"):
+        s = socket.socket(socket.AF_UNIX); s.connect(target)
+    else:
+        host, port = target.rsplit(":", 1); s = socket.create_connection((host, int(port)))
+    s.settimeout(2)
+    # Blank lines: nothing gpsd's protocol answers, so neither a reply queue nor the request count stops it.
+    chunk = b"\\r\\n" * 32768
+    sent, closed, start = 0, False, time.monotonic()
+    try:
+        while time.monotonic() - start < 8:
+            s.sendall(chunk); sent += len(chunk)
+            time.sleep(0.02)
+    except (BrokenPipeError, ConnectionResetError):
+        closed = True
+    except socket.timeout:
+        pass
+    if not closed:
+        try:
+            while True:
+                if not s.recv(65536):
+                    closed = True
+                    break
+        except ConnectionResetError:
+            closed = True
+        except socket.timeout:
+            pass
+    print(f"sent {sent} closed {closed} after {time.monotonic() - start:.1f} s")
+    """
+
+    static func outcome(_ target: String) throws -> (sent: Int, closed: Bool) {
+        let out = try GpsdFrontEndToEndTests.run(["/usr/bin/python3", "-c", Self.flood, target])
+        let words = out.split(separator: " ")
+        let sent = try #require(words.firstIndex(of: "sent").flatMap { Int(words[$0 + 1]) }, "\(out)")
+        return (sent, out.contains("closed True"))
+    }
+
+    @Test("a gpsd client sending megabytes (blank lines, which nothing answers) is closed, and the front keeps answering others")
+    func gpsdFront() throws {
+        let port = try GpsdFrontEndToEndTests.freePort()
+        let daemon = try GpsdFrontEndToEndTests.daemon(port: port, policy: "access = deny")
+        defer { daemon.stop() }
+        let (sent, closed) = try Self.outcome("127.0.0.1:\(port)")
+        #expect(closed, "the flooding gpsd client was never closed (\(sent) bytes sent in 8 s)")
+        // The bound is 1 MiB a second; the socket buffers hold a few more before the daemon reads them.
+        #expect(sent < 8 << 20, "\(sent) bytes went before the close")
+        let version = try GpsdFrontEndToEndTests.run(["gpspipe", "-w", "-n", "1", "127.0.0.1:\(port)"])
+        #expect(version.contains("\"class\":\"VERSION\""), "the front stopped answering: \(version)")
+    }
+
+    @Test("a client of the NMEA socket sending megabytes is closed")
+    func nmeaSocket() throws {
+        let directory = try NMEASocketTests.openDirectory()
+        defer { _ = try? FileManager.default.removeItem(atPath: directory) }
+        let socket = directory + "/nmea.sock"
+        let daemon = try NMEASocketTests.daemon(socket: socket, policy: "access = deny", clients: "")
+        defer { daemon.stop() }
+        let (sent, closed) = try Self.outcome(socket)
+        #expect(closed, "the flooding NMEA-socket client was never closed (\(sent) bytes sent in 8 s)")
+        #expect(sent < 8 << 20, "\(sent) bytes went before the close")
+    }
+}
