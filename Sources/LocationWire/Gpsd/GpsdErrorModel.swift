@@ -76,16 +76,10 @@ public struct GpsdDOP: Hashable, Sendable {
     /// inverse of their normal matrix; needs four used satellites with a valid elevation and azimuth).
     /// - Parameters:
     ///   - reported: the DOPs the receiver sent (GSA, GGA).
-    ///   - satellites: the satellites in view; only those marked used count.
-    public static func filled(reported: DilutionOfPrecision, satellites: [Satellite]) -> GpsdDOP {
-        filled(reported: reported, inverse: losInverse(satellites))
-    }
-
-    /// `filled(reported:satellites:)` with the satellites' `losInverse` already worked out.
-    static func filled(reported: DilutionOfPrecision, inverse: (Double, Double, Double, Double)?) -> GpsdDOP {
+    ///   - inverse: the used satellites' `losInverse`, worked out once per fix.
+    static func filled(reported: DilutionOfPrecision, inverse: (Double, Double, Double, Double)) -> GpsdDOP {
         var dop = GpsdDOP(hdop: reported.horizontal, vdop: reported.vertical, pdop: reported.position,
                           tdop: reported.time, gdop: reported.geometric)
-        guard let inverse else { return dop }
         let xx = inverse.0, yy = inverse.1, zz = inverse.2, tt = inverse.3
         dop.xdop = xx.squareRoot()
         dop.ydop = yy.squareRoot()
