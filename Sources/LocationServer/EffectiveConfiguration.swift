@@ -8,6 +8,7 @@ extension DaemonConfiguration {
         s += "log-level = \(logLevel.name)\nmax-clients = \(maxClients)\nmax-clients-per-user = \(maxClientsPerUser)\nclient-timeout = \(Self.number(clientTimeout))s\n"
         s += "gpsd-listen = \(gpsdListen.map(\.description).joined(separator: " "))\n"
         s += "nmea-socket = \(nmeaSocket ?? "")\n"
+        if let shareGroup { s += "share-group = \(shareGroup)\n" }
         for r in receivers {
             s += "\n[receiver \(r.name)]\n"
             switch r.source {

@@ -70,6 +70,7 @@ do {
 
 if checkOnly {
     print(configuration.effectiveDescription, terminator: "")
+    for uplink in uplinkSettings { print("\n" + uplink.configuration.effectiveDescription, terminator: "") }
     exit(0)
 }
 

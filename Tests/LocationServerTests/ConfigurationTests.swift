@@ -262,6 +262,7 @@ struct ConfigurationTests {
         let dir = Self.directory(["in.conf": """
             [daemon]
             client-timeout = 30s
+            share-group = root
             [receiver demo]
             type = replay
             file = /dev/null
@@ -277,7 +278,7 @@ struct ConfigurationTests {
         #expect(first.status == 0, "\(first.stderr)")
         #expect(first.stdout.contains("stale-after = auto") && first.stdout.contains("stale-after = 1.5s"))
         #expect(first.stdout.contains("client-timeout = 30s") && first.stdout.contains("once-lifetime = 5400s")
-                && first.stdout.contains("reduced-grid = 2000\n"), "\(first.stdout)")
+                && first.stdout.contains("reduced-grid = 2000\n") && first.stdout.contains("share-group = root\n"), "\(first.stdout)")
         FileManager.default.createFile(atPath: dir + "/again.conf", contents: Data(first.stdout.utf8))
         let second = Self.run(["--check-config", "--config", dir + "/again.conf"])
         #expect(second.status == 0, "\(second.stderr)")

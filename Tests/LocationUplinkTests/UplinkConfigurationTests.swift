@@ -65,4 +65,56 @@ struct UplinkConfigurationTests {
             unlink(scratch.path + "/check.out")
         }
     }
+
+    @Test("locationd --check-config prints each [uplink] section with its defaults, the topic expanded, and reads it back to the same text")
+    func checkConfigPrintsUplinks() throws {
+        let scratch = try Scratch()
+        let password = scratch.write("pw", "secret\n", mode: 0o600)
+        let config = scratch.write("in.conf", """
+            [daemon]
+            socket = \(scratch.path)/s.sock
+            state-directory = \(scratch.path)/state
+            share-group = root
+
+            [uplink fleet]
+            type = mqtt
+            broker = mqtt://[::1]
+            username = u
+            password-file = \(password)
+            topic = fleet/%n/pos
+            min-interval = 1min 30s
+            distance-filter = 12.5
+            """)
+        var buffer = [CChar](repeating: 0, count: 256)
+        #expect(gethostname(&buffer, 255) == 0)
+        let host = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let first = try Spawned([UplinkDaemon.binary("locationd"), "--config", config, "--check-config"], output: scratch.path + "/first.out")
+        #expect(first.wait(seconds: 20))
+        // The defaults of locationd.conf(5): OwnTracks, reduced, QoS 1, not retained, a spool of 10000, the host's name.
+        let expected = """
+            [uplink fleet]
+            type = mqtt
+            broker = mqtt://[::1]:1883
+            client-id = \(host)
+            username = u
+            password-file = \(password)
+            topic = fleet/fleet/pos
+            format = owntracks
+            accuracy = reduced
+            min-interval = 90s
+            distance-filter = 12.5
+            qos = 1
+            retain = no
+            tracker-id = \(String(host.suffix(2)))
+            spool-max = 10000
+
+            """
+        #expect(first.output.hasSuffix("\n" + expected), "\(first.output)")
+        #expect(first.output.contains("share-group = root\n"))
+        #expect(!first.output.contains("secret"))
+        let again = scratch.write("again.conf", first.output)
+        let second = try Spawned([UplinkDaemon.binary("locationd"), "--config", again, "--check-config"], output: scratch.path + "/second.out")
+        #expect(second.wait(seconds: 20))
+        #expect(second.output == first.output)
+    }
 }
