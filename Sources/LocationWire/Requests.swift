@@ -13,6 +13,8 @@ public enum ProtocolVersion {
     public static let maximumRequestLength = 16 * 1024
     /// The largest WATCH `minInterval`, seconds (one day): longer waits are a POLL's or a reconnection's.
     public static let maximumMinInterval = 86_400.0
+    /// The longest SHARE pause (`for`), seconds: 366 days.
+    public static let maximumSharePause = 366 * 86_400.0
 }
 
 /// A client request (docs/PROTOCOL.md "Requests").
@@ -240,7 +242,9 @@ public enum RequestParser {
             return .audit(since: members.since, cursor: members.cursor, limit: members.limit)
         case "SHARE":
             if let seconds = members.forSeconds {
-                guard seconds > 0, seconds <= 366 * 86400 else { throw RequestError(request: name, message: "for must be a number of seconds in (0, 31622400]") }
+                guard seconds > 0, seconds <= ProtocolVersion.maximumSharePause else {
+                    throw RequestError(request: name, message: "for must be a number of seconds in (0, \(Int(ProtocolVersion.maximumSharePause))]")
+                }
                 guard members.sharing == false else { throw RequestError(request: name, message: "for goes with \"sharing\":false") }
             }
             return .share(sharing: members.sharing, forSeconds: members.forSeconds)

@@ -1,5 +1,6 @@
 import LocationClient
 import LocationCore
+import LocationWire
 
 /// `locationctl share off [--for DURATION] | on | status`: the uplinks' sharing switch.
 enum ShareCommand {
@@ -7,7 +8,7 @@ enum ShareCommand {
         usage: locationctl share off [--for DURATION] | on | status [--socket PATH]
 
         The sharing switch of the daemon's uplinks (MQTT brokers of a fleet): 'off' stops publishing
-        the location from the next fix on (for DURATION, e.g. 30min or 2h, or until 'on'); reports
+        the location from the next fix on (for DURATION, e.g. 30min or 2h, at most 366d, or until 'on'); reports
         made while it is off are never sent later. 'on' resumes, 'status' shows the switch. Root, the
         daemon's admin-group and its share-group may use it; every change is audited and survives a
         restart of the daemon.
@@ -33,6 +34,9 @@ enum ShareCommand {
             case "--for":
                 guard let text = words.popFirst(), let seconds = parseDuration(text), seconds > 0 else {
                     return usage("--for needs a duration (e.g. 30min, 2h)")
+                }
+                guard seconds <= ProtocolVersion.maximumSharePause else {
+                    return usage("--for is at most 366 days (366d)")
                 }
                 forSeconds = seconds
             case "on" where action == nil, "off" where action == nil, "status" where action == nil:

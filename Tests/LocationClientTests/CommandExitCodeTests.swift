@@ -191,6 +191,11 @@ struct CommandExitCodeTests {
         // Two actions: a usage error (the `where` of `case "on", "off", "status" where …` held for "status" alone).
         #expect(await runLocationctl(["share", "on", "off"]).status == 64)
         #expect(await runLocationctl(["share", "off", "status"]).status == 64)
+        // Longer than the protocol's 366 days (docs/PROTOCOL.md "SHARE"): a usage error here, before any
+        // connection (it was sent, and refused by the daemon, exit 69). 366d itself is a pause.
+        let tooLong = await runLocationctl(["share", "off", "--for", "367d", "--socket", "/nonexistent/locationd.sock"])
+        #expect(tooLong.status == 64 && tooLong.stderr.contains("at most 366 days"), "\(tooLong)")
+        #expect(await runLocationctl(["share", "off", "--for", "366d", "--socket", "/nonexistent/locationd.sock"]).status == 69)
     }
 
     @Test("grants: a table of stored, pre-approved and live one-time grants; --json as received")
