@@ -76,7 +76,7 @@ public struct GpsdDOP: Hashable, Sendable {
     /// inverse of their normal matrix; needs four used satellites with a valid elevation and azimuth).
     /// - Parameters:
     ///   - reported: the DOPs the receiver sent (GSA, GGA).
-    ///   - inverse: the used satellites' `losInverse`, worked out once per fix.
+    ///   - inverse: the used satellites' `Geometry.losInverse`, worked out once per fix.
     static func filled(reported: DilutionOfPrecision, inverse: (Double, Double, Double, Double)) -> GpsdDOP {
         var dop = GpsdDOP(hdop: reported.horizontal, vdop: reported.vertical, pdop: reported.position,
                           tdop: reported.time, gdop: reported.geometric)
@@ -91,23 +91,65 @@ public struct GpsdDOP: Hashable, Sendable {
         return dop
     }
 
-    /// The diagonal of (AᵀA)⁻¹ for the line-of-sight matrix A of the used satellites, or nil when fewer than four
-    /// qualify or the matrix is singular. Which satellites qualify is gpsd's rule: used, PRN ≥ 1, azimuth in
-    /// 0...359, |elevation| ≤ 90.
-    static func losInverse(_ satellites: [Satellite]) -> (Double, Double, Double, Double)? {
-        // Fixed-size values, not arrays: this runs at every fix, and each array costs an allocation and a
-        // run-time metadata look-up.
-        var normal = SIMD16<Double>()
-        var n = 0
-        let radians = Double.pi / 180
-        for sat in satellites where sat.used && sat.prn >= 1 {
-            guard let az = sat.azimuth, az >= 0, az <= 359, let el = sat.elevation, abs(el) <= 90 else { continue }
-            let row = SIMD4<Double>(sin(az * radians) * cos(el * radians), cos(az * radians) * cos(el * radians),
-                                    sin(el * radians), 1)
-            for i in 0..<4 { for j in 0..<4 { normal[i * 4 + j] += row[i] * row[j] } }
-            n += 1
+    /// One satellite's direction, degrees, when it enters the geometry by gpsd's rule: used, PRN ≥ 1, azimuth
+    /// in 0...359, |elevation| ≤ 90.
+    struct LineOfSight: Equatable, Sendable {
+        var prn: Int
+        var elevation: Double
+        var azimuth: Double
+
+        /// nil for a satellite gpsd leaves out of the geometry.
+        init?(_ sat: Satellite) {
+            guard sat.used, sat.prn >= 1, let az = sat.azimuth, az >= 0, az <= 359, let el = sat.elevation, abs(el) <= 90 else {
+                return nil
+            }
+            (prn, elevation, azimuth) = (sat.prn, el, az)
         }
-        guard n >= 4, let inverse = invert4x4(normal) else { return nil }
+    }
+
+    /// The used satellites' geometry, with its last solution kept. The solution depends only on the
+    /// qualifying satellites' PRNs, elevations and azimuths, which receivers report in whole degrees, so from
+    /// one fix to the next they are most often the same, and then the trigonometry and the inversion are not
+    /// done again.
+    struct Geometry: Sendable {
+        private var kept: [LineOfSight] = []
+        private var inverse: (Double, Double, Double, Double)?
+        private var valid = false
+
+        /// The diagonal of (AᵀA)⁻¹ for the line-of-sight matrix A of the qualifying satellites (unit vectors
+        /// east, north, up and a clock column), or nil when fewer than four qualify or the matrix is singular.
+        mutating func losInverse(_ satellites: [Satellite]) -> (Double, Double, Double, Double)? {
+            if valid && same(satellites) { return inverse }
+            kept.removeAll(keepingCapacity: true)
+            for sat in satellites { if let los = LineOfSight(sat) { kept.append(los) } }
+            inverse = GpsdDOP.solve(kept)
+            valid = true
+            return inverse
+        }
+
+        /// Whether `satellites` qualify as the kept ones, in the same order with the same directions.
+        private func same(_ satellites: [Satellite]) -> Bool {
+            var k = 0
+            for sat in satellites {
+                guard let los = LineOfSight(sat) else { continue }
+                guard k < kept.count, kept[k] == los else { return false }
+                k += 1
+            }
+            return k == kept.count
+        }
+    }
+
+    private static func solve(_ satellites: [LineOfSight]) -> (Double, Double, Double, Double)? {
+        // Fixed-size values, not arrays: each array costs an allocation and a run-time metadata look-up.
+        guard satellites.count >= 4 else { return nil }
+        var normal = SIMD16<Double>()
+        let radians = Double.pi / 180
+        for sat in satellites {
+            let az = sat.azimuth * radians, el = sat.elevation * radians
+            let row = SIMD4<Double>(sin(az) * cos(el), cos(az) * cos(el), sin(el), 1)
+            for i in 0..<4 { for j in 0..<4 { normal[i * 4 + j] += row[i] * row[j] } }
+        }
+        guard let inverse = invert4x4(normal) else { return nil }
         return (inverse[0], inverse[5], inverse[10], inverse[15])
     }
 
@@ -167,6 +209,8 @@ public struct GpsdErrorModel: Sendable {
     /// stored one (GGA's HDOP, GSA's PDOP/HDOP/VDOP), and one it never reports is computed from the epoch's
     /// used satellites (`fill_dop()`; xdop and ydop always are).
     private var dop = GpsdDOP()
+    /// The last fix's satellite geometry and its solution (`fill_dop()`'s input and output).
+    private var geometry = GpsdDOP.Geometry()
 
     public init() {}
 
@@ -179,7 +223,7 @@ public struct GpsdErrorModel: Sendable {
         // own GSA DOPs enter it afterwards, for the next epoch.
         if let v = fix.dop.horizontal { dop.hdop = v; reported.hdop = true }
         // The satellites' geometry, once per fix (four solutions of the same system before).
-        let computed = GpsdDOP.losInverse(fix.satellites).map { GpsdDOP.filled(reported: DilutionOfPrecision(), inverse: $0) }
+        let computed = geometry.losInverse(fix.satellites).map { GpsdDOP.filled(reported: DilutionOfPrecision(), inverse: $0) }
         fillComputed(computed)
         let current = dop
         if let v = fix.dop.vertical { dop.vdop = v; reported.vdop = true }
