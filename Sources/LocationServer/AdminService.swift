@@ -23,7 +23,7 @@ enum AdminService {
     /// when there is no such user.
     static func uidDigits(_ user: String) -> String? {
         if !user.isEmpty, user.allSatisfy(\.isASCII), UInt32(user) != nil { return user }
-        return ClientIdentity.userID(user).map { String($0) }
+        return UserDatabase.userID(named: user).map { String($0) }
     }
 
     /// The user a target names, if any.
@@ -40,7 +40,7 @@ enum AdminService {
         var names: Set<String> = [user]
         if let uid = uidDigits(user) {
             names.insert(uid)
-            if let id = UInt32(uid), let name = ClientIdentity.userName(id) { names.insert(name) }
+            if let id = UInt32(uid), let name = UserDatabase.name(ofUser: id) { names.insert(name) }
         }
         return names
     }

@@ -69,7 +69,7 @@ extension ClientIdentity {
         guard let status = PeerProcess.status(of: pid) else { throw .exited }
         // Still the same process, still holding the socket: else the pid was reused or the socket handed on.
         guard PeerProcess.process(pid, holdsSocket: owner.inode), PeerProcess.isRunning(pidfd) else { throw .exited }
-        return ClientIdentity(pid: pid, uid: owner.uid, gid: status.gid, user: userName(owner.uid),
+        return ClientIdentity(pid: pid, uid: owner.uid, gid: status.gid, user: UserDatabase.name(ofUser: owner.uid),
                               groups: groupNames([status.gid] + status.groups), executable: executable, unit: unit,
                               verifiedByPidFD: true)
     }

@@ -32,7 +32,7 @@ extension ClientIdentity {
         // The process the pidfd pins must still be alive after we read /proc: else the pid may have been
         // reused between the pin and the read.
         guard PeerProcess.isRunning(pidfd) else { throw .noSuchProcess }
-        let user = userName(credentials.uid)
+        let user = UserDatabase.name(ofUser: credentials.uid)
         let gids = [credentials.gid] + (PeerProcess.groups(ofPeer: fd) ?? [])
         return ClientIdentity(pid: credentials.pid, uid: credentials.uid, gid: credentials.gid, user: user,
                               groups: groupNames(gids), executable: executable, unit: unit, verifiedByPidFD: true)
@@ -46,7 +46,7 @@ extension ClientIdentity {
         var groups = [UInt32](repeating: 0, count: 256)
         let count = getgroups(Int32(groups.count), &groups)
         let gids = [getgid()] + groups.prefix(max(0, Int(count))).filter { $0 != getgid() }
-        return ClientIdentity(pid: pid, uid: getuid(), gid: getgid(), user: userName(getuid()), groups: groupNames(gids),
+        return ClientIdentity(pid: pid, uid: getuid(), gid: getgid(), user: UserDatabase.name(ofUser: getuid()), groups: groupNames(gids),
                               executable: verifiedExecutable(pid: pid), unit: systemdUnit(pid: pid), verifiedByPidFD: false)
     }
 
@@ -118,23 +118,6 @@ extension ClientIdentity {
             return "\(components[manager])/\(components[innermost])"
         }
         return String(components[innermost])
-    }
-
-    static func userName(_ uid: UInt32) -> String? {
-        var pwd = passwd()
-        var result: UnsafeMutablePointer<passwd>?
-        var buffer = [CChar](repeating: 0, count: 4096)
-        guard getpwuid_r(uid, &pwd, &buffer, buffer.count, &result) == 0, result != nil, let name = pwd.pw_name else { return nil }
-        return String(cString: name)
-    }
-
-    /// The uid of the user `name` (getpwnam_r(3)); nil when there is no such user.
-    static func userID(_ name: String) -> UInt32? {
-        var pwd = passwd()
-        var result: UnsafeMutablePointer<passwd>?
-        var buffer = [CChar](repeating: 0, count: 4096)
-        guard getpwnam_r(name, &pwd, &buffer, buffer.count, &result) == 0, result != nil else { return nil }
-        return pwd.pw_uid
     }
 
     /// The names of groups `ids` (getgrgid_r(3)), in order, without repeats; ids without a name are left out.

@@ -17,6 +17,7 @@ extension DaemonConfiguration {
             case let .gpsd(host, port, device):
                 s += "type = gpsd\nserver = \(host.contains(":") ? "[\(host)]" : host):\(port)\n"
                 if let device { s += "device = \(device)\n" }
+                s += "server-user = \(r.serverUser)\n"
             case let .replay(file, rate, loop):
                 s += "type = replay\nfile = \(file)\nrate = \(rate.map { "\($0)" } ?? "max")\nloop = \(loop ? "yes" : "no")\n"
             }

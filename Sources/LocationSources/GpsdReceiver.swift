@@ -47,6 +47,8 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
     public let device: String?
     /// `host:port`, as shown in the status (`[host]:port` for an IPv6 address).
     public let path: String
+    /// Besides root, the user that may run a gpsd on this host (config `server-user`).
+    public let serverUser: String
     private let core: ReceiverCore
 
     /// The current connection; only touched on `core.queue`.
@@ -69,6 +71,7 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
         self.port = port
         self.device = device
         self.path = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        self.serverUser = configuration.serverUser
         self.core = ReceiverCore(configuration: configuration, type: "gpsd", path: path)
     }
 
@@ -104,6 +107,11 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
         }
         let fd = connection.data.pointee.gps_fd
         FileDescriptorOps.setCloseOnExec(fd)  // not inherited by programs the daemon starts
+        if let refusal = Self.untrustedServer(socket: fd, serverUser: serverUser) {
+            connection.close()
+            unavailable(refusal)
+            return
+        }
         if case let .failure(error) = FileDescriptorOps.setNonBlocking(fd) {
             connection.close()
             unavailable("cannot make the socket non-blocking: \(error)")
@@ -140,6 +148,24 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
         }
         self.connection = connection
         core.setState(.connected)
+    }
+
+    /// Why the gpsd at the other end of `socket` must not be read, or nil when it may. On this host the
+    /// kernel's socket table (sock_diag, as `ss -p`) says who owns gpsd's end: root (gpsd started by
+    /// systemd, or as root, keeps root's socket after it drops privileges) or `serverUser` may; anyone
+    /// else is a user's program on gpsd's port, free to any unprivileged user while gpsd is down. A gpsd
+    /// on another host is not in the table and is trusted as the network is.
+    static func untrustedServer(socket fd: Int32, serverUser: String) -> String? {
+        guard case .success(let ours) = TCPAddress.of(socket: fd, peer: false),
+              case .success(let peer) = TCPAddress.of(socket: fd, peer: true) else {
+            return "cannot read the connection's addresses"
+        }
+        guard let owner = PeerProcess.tcpSocketOwner(peer: peer, ours: ours) else {
+            return peer.isLoopback ? "cannot tell who runs the gpsd at \(peer): it is not in the kernel's socket table" : nil
+        }
+        if owner.uid == 0 || owner.uid == UserDatabase.userID(named: serverUser) { return nil }
+        let user = UserDatabase.name(ofUser: owner.uid).map { "\($0) (uid \(owner.uid))" } ?? "uid \(owner.uid)"
+        return "refused: the server at \(peer) is run by \(user), not by root or \(serverUser) (server-user)"
     }
 
     /// Reads every complete report libgps can get now: `gps_read` (libgps(3)) returns one JSON line per

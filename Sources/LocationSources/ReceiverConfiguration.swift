@@ -28,15 +28,20 @@ public struct ReceiverConfiguration: Hashable, Sendable {
     /// default yes; docs/RECEIVERS.md). Off for a capture fed through a serial port, or a receiver whose
     /// dates are known wrong while its positions are good.
     public var checkDate: Bool
+    /// gpsd only (config `server-user`, default `gpsd`): when gpsd runs on this host, the user besides root
+    /// that may run it. A gpsd socket owned by anyone else is refused: any user can listen on port 2947
+    /// while gpsd is down, and would feed every client the position of their choosing.
+    public var serverUser: String
 
     public init(name: String, source: Source, priority: Int = 0, staleAfter: Duration? = nil,
-                allowMissingChecksum: Bool = false, checkDate: Bool = true) {
+                allowMissingChecksum: Bool = false, checkDate: Bool = true, serverUser: String = "gpsd") {
         self.name = name
         self.source = source
         self.priority = priority
         self.staleAfter = staleAfter
         self.allowMissingChecksum = allowMissingChecksum
         self.checkDate = checkDate
+        self.serverUser = serverUser
     }
 }
 
@@ -69,7 +74,7 @@ extension ReceiverConfiguration {
         let common: Set<String> = ["type", "priority", "stale-after"]
         switch type {
         case "serial": return common.union(["path", "speed", "allow-missing-checksum", "check-date"])
-        case "gpsd": return common.union(["server", "device", "check-date"])
+        case "gpsd": return common.union(["server", "device", "check-date", "server-user"])
         case "replay": return common.union(["file", "rate", "loop", "allow-missing-checksum"])
         default: return nil
         }
@@ -153,7 +158,13 @@ extension ReceiverConfiguration {
         }
         let allow = try Self.boolean("allow-missing-checksum", value("allow-missing-checksum")) ?? false
         let checkDate = try Self.boolean("check-date", value("check-date")) ?? true
-        self.init(name: name, source: source, priority: priority, staleAfter: stale, allowMissingChecksum: allow, checkDate: checkDate)
+        var serverUser = "gpsd"
+        if let u = value("server-user") {
+            guard !u.value.isEmpty else { throw ConfigurationError(key: "server-user", message: "empty user name", line: u.line) }
+            serverUser = u.value
+        }
+        self.init(name: name, source: source, priority: priority, staleAfter: stale, allowMissingChecksum: allow, checkDate: checkDate,
+                  serverUser: serverUser)
     }
 
     static let commonSpeeds: Set<Int> = [4800, 9600, 19200, 38400, 57600, 115200, 230400, 460800, 921600]

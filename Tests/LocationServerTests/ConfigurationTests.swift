@@ -271,6 +271,12 @@ struct ConfigurationTests {
             type = replay
             file = /dev/null
             stale-after = 1500ms
+            [receiver gpsd]
+            type = gpsd
+            server = [::1]:2948
+            server-user = nobody
+            [receiver defaults]
+            type = gpsd
             [policy]
             once-lifetime = 1h 30min
             """])
@@ -279,6 +285,8 @@ struct ConfigurationTests {
         #expect(first.stdout.contains("stale-after = auto") && first.stdout.contains("stale-after = 1.5s"))
         #expect(first.stdout.contains("client-timeout = 30s") && first.stdout.contains("once-lifetime = 5400s")
                 && first.stdout.contains("reduced-grid = 2000\n") && first.stdout.contains("share-group = root\n"), "\(first.stdout)")
+        #expect(first.stdout.contains("server = [::1]:2948\nserver-user = nobody\n")
+                && first.stdout.contains("server = localhost:2947\nserver-user = gpsd\n"), "\(first.stdout)")
         FileManager.default.createFile(atPath: dir + "/again.conf", contents: Data(first.stdout.utf8))
         let second = Self.run(["--check-config", "--config", dir + "/again.conf"])
         #expect(second.status == 0, "\(second.stderr)")

@@ -6,7 +6,6 @@ import FoundationEssentials
 import LocationCore
 import LocationPosix
 @testable import LocationSources
-import Synchronization
 import Testing
 
 /// The gpsd receiver against a real gpsd: gpsfake (Debian package gpsd-clients) starts a private gpsd on a
@@ -162,6 +161,42 @@ struct GpsdReceiverTests {
         #expect(await eventually(timeout: 3) { descriptorsBefore.ownDescriptorsClosed() }, "\(descriptorsBefore.leakReport())")
     }
 
+    /// While gpsd is down any user may listen on its port; a gpsd (or anything) run by such a user would feed
+    /// the daemon a position of its choosing. A real gpsd run as `nobody` stands for it here.
+    @Test("a gpsd on this host run by another user than root or server-user is refused; named in server-user, it is read",
+          .enabled(if: getuid() == 0, "needs root to start gpsd as another user"))
+    func serverOwnedByAnotherUser() async throws {
+        let tools = try GpsdTools.require()
+        let scratch = try GpsdScratch()
+        defer { scratch.remove() }
+        chmod(scratch.path, 0o777)
+        let port = try freeTCPPort()
+        // No -1: gpsfake plays the capture again and again, so fixes flow for as long as the test needs.
+        let gpsfake = try ChildProcess("/usr/bin/setpriv", ["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--",
+                                                            tools.gpsfake, "-q", "-c", "0.02", "-P", String(port), sharedLog(Self.garmin)],
+                                       output: scratch.path + "/gpsfake.out", environment: scratch.gpsfakeEnvironment)
+        defer { gpsfake.terminate() }
+        try await waitForListener(port: port, gpsfake: gpsfake, output: scratch.read("gpsfake.out"))
+
+        let refusedLog = GpsdEventLog()
+        let refused = GpsdReceiver(ReceiverConfiguration(name: "strict", source: .gpsd(host: "localhost", port: port, device: nil)))
+        refused.start(refusedLog.handler)
+        defer { refused.stop() }
+        let nobody = try #require(UserDatabase.userID(named: "nobody"))
+        let expected = "is run by nobody (uid \(nobody)), not by root or gpsd (server-user)"
+        #expect(await eventually(timeout: 10) { refusedLog.reasons.contains { $0.contains(expected) } }, "reasons: \(refusedLog.reasons)")
+
+        let allowedLog = GpsdEventLog()
+        let allowed = GpsdReceiver(ReceiverConfiguration(name: "nobody's", source: .gpsd(host: "localhost", port: port, device: nil),
+                                                         serverUser: "nobody"))
+        allowed.start(allowedLog.handler)
+        defer { allowed.stop() }
+        #expect(await eventually(timeout: 15) { allowedLog.positions.count >= 3 }, "reasons: \(allowedLog.reasons)")
+        // Meanwhile the strict receiver, retrying, never read one report.
+        #expect(refusedLog.fixes.isEmpty && refused.status.sentences == 0, "\(refusedLog.fixes.count) fixes")
+        #expect(!refused.status.isConnected)
+    }
+
     @Test("an unknown host is reported as such")
     func unknownHost() async throws {
         let log = GpsdEventLog()
@@ -285,7 +320,7 @@ private struct GpspipeReport: Decodable {
 
 /// Records a receiver's events from its queue.
 final class GpsdEventLog: Sendable {
-    private let state = Mutex<[ReceiverEvent]>([])
+    private let state = Locked<[ReceiverEvent]>([])
 
     var handler: @Sendable (ReceiverEvent) -> Void {
         { [self] event in state.withLock { $0.append(event) } }
