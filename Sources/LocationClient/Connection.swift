@@ -5,7 +5,6 @@ import Dispatch
 import LocationCore
 import LocationPosix
 import LocationWire
-import Synchronization
 
 /// One connection to the daemon: the socket, a reader thread that splits what arrives into lines and
 /// routes each to whoever waits for it, and the waiters.
@@ -82,10 +81,10 @@ final class Connection: Sendable {
         var staleFullAccuracyErrors = 0
     }
 
-    let state = Mutex(State())
+    let state = Locked(State())
     /// Held while registering a waiter and writing its request, so that waiters queue in the order
     /// their requests reach the server.
-    private let sendLock = Mutex(())
+    private let sendLock = Locked(())
 
     /// Takes ownership of the connected socket `fd`.
     init(fd: Int32) {

@@ -37,7 +37,7 @@ public enum SyscallFaults {
 
     /// True while any fault is installed: the funnel's fast check.
     private static let armed = Atomic<Bool>(false)
-    private static let faults = Mutex<[Syscall: Fault]>([:])
+    private static let faults = Locked<[Syscall: Fault]>([:])
 
     /// Installs `fault` for every later `call` through the funnel (replacing one installed before).
     public static func inject(_ call: Syscall, _ fault: Fault) {

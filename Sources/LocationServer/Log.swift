@@ -4,22 +4,21 @@ import Glibc
 import LocationPolicy
 import LocationPosix
 import LocationWire
-import Synchronization
 
 /// The daemon's log: one event per line on stderr, prefixed `<N>` with its syslog priority so that
 /// journald files it at the right level, with `key=value` context (`client.uid=1000 client.exe=/usr/bin/foo`).
 public final class Log: Sendable {
-    public let level: Mutex<LogLevel>
+    public let level: Locked<LogLevel>
     /// Lines a client causes (connected, closed, refused), counted per user and message: one user's
     /// connection flood must not fill the journal, nor run journald's per-service rate limit dry so that
     /// the daemon's other lines are dropped (`ClientLines`).
-    private let clientLines = Mutex(AuditBudget(perWindow: Log.clientLinesPerMinute))
+    private let clientLines = Locked(AuditBudget(perWindow: Log.clientLinesPerMinute))
 
     /// Lines of one message one user may cause per minute; the rest are counted, and the next line of
     /// that user and message says how many were left out (`suppressed=N`).
     public static let clientLinesPerMinute = 30
 
-    public init(level: LogLevel) { self.level = Mutex(level) }
+    public init(level: LogLevel) { self.level = Locked(level) }
 
     /// Writes `message` with `context` when `severity` is at or above the configured level.
     public func log(_ severity: LogLevel, _ message: String, _ context: KeyValuePairs<String, String> = [:]) {

@@ -1,7 +1,6 @@
 import Dispatch
 import LocationCore
 import LocationPosix
-import Synchronization
 
 /// The parts every receiver shares: its serial queue, the event handler, the status snapshot and the
 /// reconnect backoff. All methods except `status` run on `queue`.
@@ -10,12 +9,12 @@ import Synchronization
 /// `FixSelector` decides whether a fix is still live.
 ///
 /// `@unchecked Sendable`: `handler`, `backoff` and `generation` are only touched on `queue`; the
-/// snapshot is behind its own `Mutex`; the rest never changes.
+/// snapshot is behind its own lock (`Locked`); the rest never changes.
 final class ReceiverCore: @unchecked Sendable {
     let name: String
     let priority: Int
     let queue: DispatchQueue
-    private let snapshot: Mutex<ReceiverStatus>
+    private let snapshot: Locked<ReceiverStatus>
     private var handler: (@Sendable (ReceiverEvent) -> Void)?
     var backoff = Backoff()
     /// Bumped on every stop/reconnect so that late timers of an old connection do nothing.
@@ -25,7 +24,7 @@ final class ReceiverCore: @unchecked Sendable {
         name = configuration.name
         priority = configuration.priority
         queue = DispatchQueue(label: "locationd.receiver.\(configuration.name)")
-        snapshot = Mutex(ReceiverStatus(name: configuration.name, type: type, path: path, priority: configuration.priority))
+        snapshot = Locked(ReceiverStatus(name: configuration.name, type: type, path: path, priority: configuration.priority))
     }
 
     var status: ReceiverStatus { snapshot.withLock { $0 } }

@@ -3,12 +3,11 @@ import Glibc
 #endif
 import LocationCore
 import LocationPosix
-import Synchronization
 
 /// All configured receivers, merged into one published fix stream by priority (`FixSelector`).
 ///
 /// Each receiver's events come on that receiver's own queue and are handled on the spot: the
-/// selector's state is behind a `Mutex`, and the owner's handler is called after it is released — one
+/// selector's state is behind a lock (`Locked`), and the owner's handler is called after it is released — one
 /// hop from a receiver to the owner, no queue in between. The published fix comes from the
 /// highest-priority receiver with a live valid fix, switching within 2 s when it loses its fix or
 /// disappears and switching back when it returns. One clock thread (`SelectorClock`) drives the
@@ -65,8 +64,8 @@ public final class ReceiverSet: Sendable {
         var latestFix: Fix?
     }
 
-    private let state: Mutex<State>
-    private let published: Mutex<Snapshot>
+    private let state: Locked<State>
+    private let published: Locked<Snapshot>
     /// The system's UTC time, Unix seconds: the plausibility rules judge dates by it.
     private let wallClock: @Sendable () -> Double
 
@@ -79,8 +78,8 @@ public final class ReceiverSet: Sendable {
         self.wallClock = wallClock
         let selector = FixSelector(receivers: receivers.map { ($0.name, $0.priority) }, staleAfter: Self.staleAfter(receivers),
                                    minimumFreshness: minimumFreshness)
-        state = Mutex(State(receivers: receivers, selector: selector))
-        published = Mutex(Snapshot(statuses: receivers.map(\.status), latestFix: nil))
+        state = Locked(State(receivers: receivers, selector: selector))
+        published = Locked(Snapshot(statuses: receivers.map(\.status), latestFix: nil))
     }
 
     /// The receivers, in configuration order (replaced as a whole by `replaceReceivers(_:)`).

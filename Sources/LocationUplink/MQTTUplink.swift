@@ -4,8 +4,8 @@ import Glibc
 import CMosquitto
 import Dispatch
 import LocationCore
+import LocationPosix
 import LocationWire
-import Synchronization
 
 /// How loud an uplink event is; the daemon maps it onto its log levels (never above warning here).
 public enum UplinkLogLevel: Sendable {
@@ -37,7 +37,7 @@ public typealias UplinkLogger = @Sendable (UplinkLogLevel, String, [(String, Str
 public final class MQTTUplink: @unchecked Sendable {
     public let configuration: UplinkConfiguration
     private let handle: OpaquePointer
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let spool: UplinkSpool
     private let log: UplinkLogger
     /// Writes the spool file and hands reports to libmosquitto, off the publishing path.
@@ -113,7 +113,7 @@ public final class MQTTUplink: @unchecked Sendable {
         } catch {
             log(.warning, "uplink spool unreadable; starting empty", [("uplink.name", configuration.name), ("reason", error.description)])
         }
-        state = Mutex(initial)
+        state = Locked(initial)
         // clean_session false: the broker keeps the session's QoS 1 state across a reconnect.
         guard let mosq = mosquitto_new(configuration.clientID, false, nil) else {
             fatalError("mosquitto_new failed: out of memory")

@@ -2,7 +2,6 @@
 import Glibc
 #endif
 import LocationPosix
-import Synchronization
 
 /// A stand-in for locationd: listens on a Unix socket in a fresh temporary directory and serves
 /// connections one after another on a background thread, each with a script that speaks the protocol
@@ -13,8 +12,8 @@ final class FakeServer: Sendable {
     let path: String
     private let directory: String
     private let listener: ListeningSocket
-    private let received = Mutex<[String]>([])
-    private let done = Mutex(false)
+    private let received = Locked<[String]>([])
+    private let done = Locked(false)
 
     /// Starts serving `connections` connections with `script`, then stops accepting.
     init(connections: Int = 1, script: @escaping @Sendable (FakePeer) -> Void) throws {

@@ -5,7 +5,6 @@ import FoundationEssentials
 import LocationCore
 import LocationPosix
 import LocationWire
-import Synchronization
 import Testing
 @testable import LocationClient
 
@@ -210,7 +209,7 @@ struct LocationClientTests {
 
     @Test("updates end with disconnected when the daemon goes away, and normally after close()")
     func updatesEnd() async throws {
-        let served = Mutex(0)
+        let served = Locked(0)
         let server = try FakeServer(connections: 2) { peer in
             let number = served.withLock { n in
                 n += 1

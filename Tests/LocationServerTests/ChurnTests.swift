@@ -2,7 +2,6 @@
 import Glibc
 #endif
 import Dispatch
-import Synchronization
 import FoundationEssentials
 import LocationPosix
 import Testing
@@ -31,7 +30,7 @@ struct ChurnTests {
             accuracy = full
             """, daemonKeys: "log-level = notice\nmax-clients-per-user = 1000")
         let path = daemon.socketPath
-        let turns = Mutex(0)
+        let turns = Locked(0)
         let end = monotonic() + 8
         DispatchQueue.concurrentPerform(iterations: 12) { worker in
             var generator = SplitMix64(seed: UInt64(worker + 1))

@@ -1,7 +1,7 @@
 import LocationCore
+import LocationPosix
 import LocationPolicy
 import LocationWire
-import Synchronization
 import Testing
 @testable import LocationServer
 
@@ -11,7 +11,7 @@ import Testing
 struct PublisherUplinkTests {
     /// What a sink received, in order.
     final class Received: Sendable {
-        let fixes = Mutex<[(Fix, AccuracyAuthorization)]>([])
+        let fixes = Locked<[(Fix, AccuracyAuthorization)]>([])
         var sink: UplinkSink { { fix, accuracy in self.fixes.withLock { $0.append((fix, accuracy)) } } }
         var all: [(Fix, AccuracyAuthorization)] { fixes.withLock { $0 } }
     }

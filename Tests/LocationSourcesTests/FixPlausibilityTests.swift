@@ -1,7 +1,7 @@
 import LocationCore
+import LocationPosix
 import LocationSources
 import NMEA
-import Synchronization
 import Testing
 
 /// The daemon's rules for bad receivers (docs/RECEIVERS.md "Bad receivers"), on fixes decoded from
@@ -167,7 +167,7 @@ struct FixPlausibilityTests {
         let receiver = ScriptedReceiver("gnss0", plausibility: .init(earliestDate: CivilDate(year: 2019, month: 1, day: 1)!))
         // The wall clock at the capture's day, 2019-04-07 00:03 UTC.
         let set = ReceiverSet([receiver], wallClock: { 1_554_595_380 })
-        let published = Mutex<[Fix]>([])
+        let published = Locked<[Fix]>([])
         set.start { event in if case .fix(let fix) = event { published.withLock { $0.append(fix) } } }
         defer { set.stop() }
         let capture = TestCaptures.decode(TestCaptures.receiverBytes("april6_2019.log")).filter(\.hasPosition)
@@ -193,7 +193,7 @@ struct FixPlausibilityTests {
     func replacedReceiverStartsAfresh() throws {
         let checking = ScriptedReceiver("gnss0", plausibility: .init(earliestDate: CivilDate(year: 2019, month: 1, day: 1)!))
         let set = ReceiverSet([checking], wallClock: { 1_554_595_380 })
-        let published = Mutex<[Fix]>([])
+        let published = Locked<[Fix]>([])
         set.start { event in if case .fix(let fix) = event { published.withLock { $0.append(fix) } } }
         defer { set.stop() }
         // The capture's dated fix, 1999-08-22 (a GPS week rollover): the checking receiver corrects it.

@@ -4,7 +4,6 @@ import Glibc
 import Dispatch
 import FoundationEssentials
 import LocationPosix
-import Synchronization
 import Testing
 
 // The gpsd side of GpsdReceiverTests: gpsd's tools, a scratch directory, child processes, TCP sockets.
@@ -88,7 +87,7 @@ final class ChildProcess: @unchecked Sendable {
     let executable: String
     /// `reaped`: waitpid collected the child; `groupGone`: no process is left in its group, so the
     /// number may belong to someone else now and is never signalled again.
-    private let state = Mutex<(reaped: Bool, groupGone: Bool)>((false, false))
+    private let state = Locked<(reaped: Bool, groupGone: Bool)>((false, false))
 
     /// - Parameters:
     ///   - environment: variables to add to (or replace in) this process's environment.

@@ -3,7 +3,6 @@ import Glibc
 #endif
 import Dispatch
 import LocationPosix
-import Synchronization
 import Testing
 
 @Suite("ReadabilityThread: poll(2) on a thread of its own")
@@ -33,7 +32,7 @@ struct ReadabilityThreadTests {
         let queue = DispatchQueue(label: "test.readability")
         let key = DispatchSpecificKey<Bool>()
         queue.setSpecific(key: key, value: true)
-        let seen = Mutex<(bytes: Int, calls: Int, onQueue: Bool)>((0, 0, true))
+        let seen = Locked<(bytes: Int, calls: Int, onQueue: Bool)>((0, 0, true))
         let reader = try ReadabilityThread(fileDescriptor: ends[0], queue: queue) { readable in
             let n = Self.drain(ends[0])
             seen.withLock { $0.bytes += n; $0.calls += 1; $0.onQueue = $0.onQueue && readable && DispatchQueue.getSpecific(key: key) == true }
@@ -45,7 +44,7 @@ struct ReadabilityThreadTests {
         }
         let end = monotonic() + 2
         while seen.withLock({ $0.bytes }) < 24 && monotonic() < end { usleep(5_000) }
-        let closed = Mutex(false)
+        let closed = Locked(false)
         queue.sync { reader.cancel { close(ends[0]); closed.withLock { $0 = true } } }
         let state = seen.withLock { $0 }
         #expect(state.bytes == 24)
@@ -61,7 +60,7 @@ struct ReadabilityThreadTests {
         let ends = try Self.pipeEnds()
         defer { close(ends[1]) }
         let queue = DispatchQueue(label: "test.readability")
-        let calls = Mutex<[(at: Double, readable: Bool)]>([])
+        let calls = Locked<[(at: Double, readable: Bool)]>([])
         let reader = try ReadabilityThread(fileDescriptor: ends[0], queue: queue) { readable in
             _ = Self.drain(ends[0])
             let count = calls.withLock { $0.append((monotonic(), readable)); return $0.count }
@@ -85,8 +84,8 @@ struct ReadabilityThreadTests {
         let ends = try Self.pipeEnds()
         defer { close(ends[1]) }
         let queue = DispatchQueue(label: "test.readability")
-        let calls = Mutex(0)
-        let finished = Mutex(0)
+        let calls = Locked(0)
+        let finished = Locked(0)
         let reader = try ReadabilityThread(fileDescriptor: ends[0], queue: queue) { _ in
             _ = Self.drain(ends[0])
             calls.withLock { $0 += 1 }
@@ -108,7 +107,7 @@ struct ReadabilityThreadPacingTests {
     @Test("with -1 and a first deadline, the handler runs at each returned deadline, with readable = false")
     func pacedByDeadlines() throws {
         let queue = DispatchQueue(label: "test.pacing")
-        let calls = Mutex<[(at: Double, readable: Bool)]>([])
+        let calls = Locked<[(at: Double, readable: Bool)]>([])
         let start = monotonic()
         let pacer = try ReadabilityThread(fileDescriptor: -1, queue: queue, firstDeadline: .milliseconds(100)) { readable in
             let count = calls.withLock { $0.append((monotonic(), readable)); return $0.count }
@@ -129,7 +128,7 @@ struct ReadabilityThreadPacingTests {
     @Test("a deadline already past is due at once (poll(2) must not wait forever)")
     func pastDeadlineIsDue() throws {
         let queue = DispatchQueue(label: "test.pacing")
-        let called = Mutex(false)
+        let called = Locked(false)
         let pacer = try ReadabilityThread(fileDescriptor: -1, queue: queue, firstDeadline: .milliseconds(-5)) { _ in
             called.withLock { $0 = true }
             return nil

@@ -2,15 +2,15 @@
 import Glibc
 #endif
 import LocationCore
+import LocationPosix
 import LocationSources
-import Synchronization
 import Testing
 
 /// A receiver driven by the test: it reports connected on start and sends what the test tells it.
 final class ScriptedReceiver: Receiver, @unchecked Sendable {
     let name: String
     let priority: Int
-    private let state = Mutex<(handler: (@Sendable (ReceiverEvent) -> Void)?, starts: Int, stops: Int)>((nil, 0, 0))
+    private let state = Locked<(handler: (@Sendable (ReceiverEvent) -> Void)?, starts: Int, stops: Int)>((nil, 0, 0))
 
     /// - Parameter plausibility: a script of made-up fixes (any year, any order) gets only the rules a replay
     ///   gets, unless the test is about the others.
@@ -165,7 +165,7 @@ struct ReceiverSetSnapshotTests {
     func oneHop() {
         let a = ScriptedReceiver("a")
         let set = ReceiverSet([a])
-        let seen = Mutex<[(fix: Fix, thread: pthread_t)]>([])
+        let seen = Locked<[(fix: Fix, thread: pthread_t)]>([])
         set.start { event in
             if case .fix(let fix) = event { seen.withLock { $0.append((fix, pthread_self())) } }
         }
@@ -183,7 +183,7 @@ struct ReceiverSetSnapshotTests {
     func clockFailsOver() {
         let high = ScriptedReceiver("high", priority: 10), low = ScriptedReceiver("low")
         let set = ReceiverSet([high, low])
-        let log = Mutex<[(at: Double, fix: Fix)]>([])
+        let log = Locked<[(at: Double, fix: Fix)]>([])
         set.start { event in
             if case .fix(let fix) = event { log.withLock { $0.append((monotonic(), fix)) } }
         }

@@ -6,7 +6,6 @@ import LocationCore
 import LocationPosix
 import LocationSources
 import NMEA
-import Synchronization
 import Testing
 
 @Suite("Serial receiver on pseudo-terminals", .serialized)
@@ -45,8 +44,8 @@ struct SerialReceiverTests {
                                                             staleAfter: .milliseconds(500), checkDate: false))
         // The receiver only reports what it reads; whether its fix is live is the selector's to judge.
         let set = ReceiverSet([receiver])
-        let log = Mutex<[(at: Double, fix: Fix)]>([])
-        let connected = Mutex(false)
+        let log = Locked<[(at: Double, fix: Fix)]>([])
+        let connected = Locked(false)
         set.start { event in
             switch event {
             case .fix(let fix): log.withLock { $0.append((monotonic(), fix)) }
@@ -188,8 +187,8 @@ struct SerialReceiverTests {
 /// made readable, to see whether anything reads it.
 final class RefusingDevice: SerialDevice, @unchecked Sendable {
     private let ends: [Int32]
-    let reads = Mutex(0)
-    let closes = Mutex(0)
+    let reads = Locked(0)
+    let closes = Locked(0)
 
     init() {
         var p: [Int32] = [0, 0]
@@ -216,7 +215,7 @@ final class RefusingDevice: SerialDevice, @unchecked Sendable {
 final class SimulatedPort: @unchecked Sendable {
     let correctSpeed: Int
     private let fds: (read: Int32, write: Int32)
-    private let stopped = Mutex(false)
+    private let stopped = Locked(false)
 
     init(correctSpeed: Int) {
         self.correctSpeed = correctSpeed

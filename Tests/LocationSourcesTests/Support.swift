@@ -7,7 +7,6 @@ import LocationCore
 import LocationPosix
 import LocationSources
 import NMEA
-import Synchronization
 
 /// Shared captures and a thread-safe event recorder for receiver tests.
 enum TestCaptures {
@@ -41,7 +40,7 @@ enum TestCaptures {
 
 /// Collects receiver events from any thread and lets a test wait for a condition.
 final class EventRecorder: @unchecked Sendable {
-    private let state = Mutex<(fixes: [Fix], statuses: [ReceiverStatus])>(([], []))
+    private let state = Locked<(fixes: [Fix], statuses: [ReceiverStatus])>(([], []))
 
     var handler: @Sendable (ReceiverEvent) -> Void {
         { [self] event in

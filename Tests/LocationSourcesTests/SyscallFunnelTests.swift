@@ -2,7 +2,6 @@
 import Glibc
 #endif
 import LocationPosix
-import Synchronization
 import Testing
 
 /// The syscall funnel's test hook, the owning descriptor, the thread helper and the poll timeout of a
@@ -69,7 +68,7 @@ struct SyscallFunnelTests {
 
     @Test("the thread helper runs the body on another thread")
     func threadRuns() throws {
-        let ran = Mutex<pthread_t?>(nil)
+        let ran = Locked<pthread_t?>(nil)
         try PosixThread.detach { ran.withLock { $0 = pthread_self() } }
         let end = monotonic() + 2
         while ran.withLock({ $0 }) == nil && monotonic() < end { usleep(1_000) }

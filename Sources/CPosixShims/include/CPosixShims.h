@@ -77,4 +77,11 @@ long locationd_receive_with_sender(int fd, void *buffer, size_t length, int32_t 
 /// stat(2), following links: the owner uid of the file at `path`. 0, or -1 with errno.
 int locationd_file_owner(const char *path, uint32_t *uid);
 
+/// Under ThreadSanitizer, `__tsan_acquire(address)` / `__tsan_release(address)`: tell it that the
+/// critical section of the lock at `address` begins / ends, so that two of them are ordered even when
+/// the lock's own wait and wake happened in code it cannot see (a futex system call). No-ops in any
+/// other build (the runtime's functions are weak references, null without it).
+void locationd_tsan_acquire(void *address);
+void locationd_tsan_release(void *address);
+
 #endif

@@ -1,6 +1,5 @@
 import CPosixShims
 import Dispatch
-import Synchronization
 import LocationCore
 import LocationPolicy
 import LocationPosix
@@ -156,7 +155,7 @@ struct RequestMeter {
 final class DescriptorCloser: Sendable {
     let fd: Int32
     /// Sources made and not yet cancelled to the end; whether `close()` was called; whether it is closed.
-    private let state = Mutex((live: 0, closing: false, closed: false))
+    private let state = Locked((live: 0, closing: false, closed: false))
 
     init(fd: Int32) {
         self.fd = fd

@@ -3,7 +3,6 @@ import LocationCore
 import LocationPolicy
 import LocationPosix
 import LocationWire
-import Synchronization
 
 /// Limits of the native front (docs/PROTOCOL.md "Errors").
 public struct ServerLimits: Sendable {
@@ -42,7 +41,7 @@ public protocol ReceiverStatusProvider: Sendable {
 /// identifies them from the kernel, frames their requests and writes what the state decides — and holds
 /// no policy of its own.
 ///
-/// Concurrency: one `Mutex<ServerState>` owns everything that changes. Socket events and timers arrive
+/// Concurrency: one `Locked<ServerState>` owns everything that changes. Socket events and timers arrive
 /// on one serial queue, identity look-ups run on another (they read /proc and the user database), a fix
 /// arrives on the receiver's thread; each takes the lock once and runs its turn to the end — one hop from
 /// a receiver to the clients. Slow work (the grant store's fsync, the audit file) runs on the
@@ -54,7 +53,7 @@ public final class NativeFront: Sendable {
     public let gpsdListeners: [TCPListener]
     /// The NMEA socket (`nmea-socket`, for GeoClue); nil: none.
     public let nmeaListener: ListeningSocket?
-    private let state: Mutex<ServerState>
+    private let state: Locked<ServerState>
     /// Socket events and timers. Every queue of the daemon has the default QoS: on Linux libdispatch
     /// gives each worker thread its queue's QoS as a nice value with setpriority(2), and an
     /// unprivileged daemon may not lower a nice value, neither below 0 (userInitiated -2,
@@ -67,7 +66,7 @@ public final class NativeFront: Sendable {
     private let log: Log
     /// logind's monitor of users' login states (When In Use); nil until `start`, or when logind cannot
     /// be watched.
-    private let logins = Mutex<LoginMonitor?>(nil)
+    private let logins = Locked<LoginMonitor?>(nil)
 
     /// - Parameters:
     ///   - listener: the listening Unix socket (bound here or passed by systemd).
@@ -95,7 +94,7 @@ public final class NativeFront: Sendable {
         let context = ServerContext(limits: limits, log: log, store: store, receivers: receivers, release: release)
         var initial = ServerState(context: context, publisher: publisher)
         initial.gpsdFront.enabled = !gpsdListeners.isEmpty
-        state = Mutex(initial)
+        state = Locked(initial)
     }
 
     /// Starts accepting clients.

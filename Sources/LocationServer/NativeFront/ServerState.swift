@@ -46,7 +46,7 @@ enum ServerEvent: Sendable {
     case auditRead(admin: Int, page: AuditPage)
 }
 
-/// Everything the native front mutates, as one value owned by one `Mutex` in `NativeFront`: the
+/// Everything the native front mutates, as one value owned by one lock (`Locked`) in `NativeFront`: the
 /// connections, the `Publisher`, the agent broker and the abuse accounting. Each turn — a request read,
 /// a fix published, a timer — runs to completion under the lock; what needs the front is left in
 /// `effects`.
