@@ -11,7 +11,7 @@ import Synchronization
 /// `__tsan_acquire` / `__tsan_release` on this object's address; in a build without the sanitizer those
 /// are two calls that return at once. Otherwise this is `Mutex`: not reentrant, and `body` must not block.
 public final class Locked<Value: ~Copyable>: Sendable {
-    private let mutex: Mutex<Value>
+    @usableFromInline let mutex: Mutex<Value>
 
     /// A lock holding `initialValue`.
     public init(_ initialValue: consuming sending Value) {
@@ -19,7 +19,8 @@ public final class Locked<Value: ~Copyable>: Sendable {
     }
 
     /// Runs `body` with the value, the lock held; returns what it returns, rethrows what it throws.
-    @inline(__always)
+    /// Inlinable, as `Mutex.withLock` is: specialized in the caller, with no generic call per lock.
+    @inlinable
     public func withLock<Result: ~Copyable, E: Error>(
         _ body: (inout sending Value) throws(E) -> sending Result
     ) throws(E) -> sending Result {
