@@ -152,18 +152,25 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
 
     /// Why the gpsd at the other end of `socket` must not be read, or nil when it may. On this host the
     /// kernel's socket table (sock_diag, as `ss -p`) says who owns gpsd's end: root (gpsd started by
-    /// systemd, or as root, keeps root's socket after it drops privileges) or `serverUser` may; anyone
-    /// else is a user's program on gpsd's port, free to any unprivileged user while gpsd is down. A gpsd
-    /// on another host is not in the table and is trusted as the network is.
+    /// systemd, or as root, keeps root's socket after it drops privileges) or `serverUser` (a name or a
+    /// uid) may; anyone else is a user's program on gpsd's port, free to any unprivileged user while gpsd is
+    /// down. gpsd's end is in the table only once gpsd has accepted the connection, which it tells with its
+    /// `VERSION` greeting: that is waited for first (up to `connectTimeout`), and left unread for libgps. A
+    /// server not in the table then is on another host, and trusted as the network is; one at an address of
+    /// this host that is not in it is refused.
     static func untrustedServer(socket fd: Int32, serverUser: String) -> String? {
+        var readable = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        var ready: Int32
+        repeat { ready = poll(&readable, 1, Self.connectTimeout.pollMilliseconds) } while ready < 0 && errno == EINTR
+        guard ready > 0 else { return "no greeting from the server within \(Self.connectTimeout)" }
         guard case .success(let ours) = TCPAddress.of(socket: fd, peer: false),
               case .success(let peer) = TCPAddress.of(socket: fd, peer: true) else {
             return "cannot read the connection's addresses"
         }
         guard let owner = PeerProcess.tcpSocketOwner(peer: peer, ours: ours) else {
-            return peer.isLoopback ? "cannot tell who runs the gpsd at \(peer): it is not in the kernel's socket table" : nil
+            return peer.isOnThisHost ? "cannot tell who runs the server at \(peer): it is not in the kernel's socket table" : nil
         }
-        if owner.uid == 0 || owner.uid == UserDatabase.userID(named: serverUser) { return nil }
+        if owner.uid == 0 || owner.uid == (UInt32(serverUser) ?? UserDatabase.userID(named: serverUser)) { return nil }
         let user = UserDatabase.name(ofUser: owner.uid).map { "\($0) (uid \(owner.uid))" } ?? "uid \(owner.uid)"
         return "refused: the server at \(peer) is run by \(user), not by root or \(serverUser) (server-user)"
     }

@@ -28,8 +28,8 @@ public struct ReceiverConfiguration: Hashable, Sendable {
     /// default yes; docs/RECEIVERS.md). Off for a capture fed through a serial port, or a receiver whose
     /// dates are known wrong while its positions are good.
     public var checkDate: Bool
-    /// gpsd only (config `server-user`, default `gpsd`): when gpsd runs on this host, the user besides root
-    /// that may run it. A gpsd socket owned by anyone else is refused: any user can listen on port 2947
+    /// gpsd only (config `server-user`, a user name or uid; default `gpsd`): when gpsd runs on this host,
+    /// the user besides root that may run it. A gpsd socket owned by anyone else is refused: any user can listen on port 2947
     /// while gpsd is down, and would feed every client the position of their choosing.
     public var serverUser: String
 
@@ -161,6 +161,9 @@ extension ReceiverConfiguration {
         var serverUser = "gpsd"
         if let u = value("server-user") {
             guard !u.value.isEmpty else { throw ConfigurationError(key: "server-user", message: "empty user name", line: u.line) }
+            guard UInt32(u.value) != nil || UserDatabase.userID(named: u.value) != nil else {
+                throw ConfigurationError(key: "server-user", message: "'\(u.value)' is neither a user of this system nor a uid", line: u.line)
+            }
             serverUser = u.value
         }
         self.init(name: name, source: source, priority: priority, staleAfter: stale, allowMissingChecksum: allow, checkDate: checkDate,

@@ -165,6 +165,9 @@ struct ConfigurationTests {
         ("[daemon]\ngpsd-listen = ::1:2947\n", 2, "gpsd-listen", "is not an address"),
         ("[daemon]\nsocket = /a\nnmea-socket = run/nmea.sock\n", 3, "nmea-socket", "'run/nmea.sock' is not an absolute path"),
         ("[daemon]\nnmea-socket = /\(String(repeating: "n", count: 110))\n", 2, "nmea-socket", "longer than a Unix socket's path"),
+        // A misspelt user would never match, and every gpsd but root's would be refused without a word why.
+        ("[receiver g]\ntype = gpsd\nserver-user = no-such-user-here\n", 3, "server-user", "neither a user of this system nor a uid"),
+        ("[receiver g]\ntype = gpsd\nserver-user =\n", 3, "server-user", "empty user name"),
     ])
     func errors(text: String, line: Int, key: String, mentions: String) {
         do {
@@ -277,6 +280,10 @@ struct ConfigurationTests {
             server-user = nobody
             [receiver defaults]
             type = gpsd
+            [receiver numeric]
+            type = gpsd
+            server = localhost:2950
+            server-user = 65534
             [policy]
             once-lifetime = 1h 30min
             """])
@@ -286,7 +293,8 @@ struct ConfigurationTests {
         #expect(first.stdout.contains("client-timeout = 30s") && first.stdout.contains("once-lifetime = 5400s")
                 && first.stdout.contains("reduced-grid = 2000\n") && first.stdout.contains("share-group = root\n"), "\(first.stdout)")
         #expect(first.stdout.contains("server = [::1]:2948\nserver-user = nobody\n")
-                && first.stdout.contains("server = localhost:2947\nserver-user = gpsd\n"), "\(first.stdout)")
+                && first.stdout.contains("server = localhost:2947\nserver-user = gpsd\n")
+                && first.stdout.contains("server = localhost:2950\nserver-user = 65534\n"), "\(first.stdout)")
         FileManager.default.createFile(atPath: dir + "/again.conf", contents: Data(first.stdout.utf8))
         let second = Self.run(["--check-config", "--config", dir + "/again.conf"])
         #expect(second.status == 0, "\(second.stderr)")

@@ -197,6 +197,72 @@ struct GpsdReceiverTests {
         #expect(!refused.status.isConnected)
     }
 
+    /// A server that speaks enough of gpsd's protocol for libgps: a `VERSION` greeting once it has accepted
+    /// (after `delay` seconds), then after the client's `?WATCH` a TPV every 0.2 s, dated now, at the first
+    /// position gpsd reports for garmin-10x.log. Arguments: address, port, delay.
+    static let fakeGpsd = """
+    import socket, sys, time
+    host, port, delay = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    s = socket.socket(family); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((host, port)); s.listen(8)
+    while True:
+        time.sleep(delay)
+        c, _ = s.accept()
+        try:
+            c.sendall(b'{"class":"VERSION","release":"3.22","rev":"3.22","proto_major":3,"proto_minor":14}\\n')
+            c.settimeout(5); c.recv(4096)
+            for _ in range(100):
+                now = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime())
+                c.sendall(('{"class":"TPV","device":"/dev/ttyUSB0","mode":3,"time":"%s","lat":41.726863333,'
+                           '"lon":-83.634816667,"altHAE":176.6}\\n' % now).encode())
+                time.sleep(0.2)
+        except OSError:
+            pass
+        c.close()
+    """
+
+    /// The kernel lists gpsd's end of the connection only once gpsd has accepted it: checked at once, a server
+    /// on this host that had not accepted yet looked like one on another host (trusted, at a non-loopback
+    /// address of this host) or like none (refused, on loopback, even when root ran it).
+    @Test("a server on this host is judged once it has accepted: root's slow one is read, another user's at this host's own address is not",
+          .enabled(if: getuid() == 0, "needs root to start a server as another user"))
+    func serverJudgedAfterAccept() async throws {
+        let scratch = try GpsdScratch()
+        defer { scratch.remove() }
+        chmod(scratch.path, 0o777)
+        let port = try freeTCPPort()
+        let slow = try ChildProcess("/usr/bin/python3", ["-c", Self.fakeGpsd, "127.0.0.1", String(port), "0.5"], output: scratch.path + "/slow.out")
+        defer { slow.terminate() }
+        let log = GpsdEventLog()
+        let receiver = GpsdReceiver(ReceiverConfiguration(name: "slow", source: .gpsd(host: "127.0.0.1", port: port, device: nil)))
+        try await Task.sleep(for: .milliseconds(300))
+        receiver.start(log.handler)
+        defer { receiver.stop() }
+        #expect(await eventually(timeout: 10) { log.positions.count >= 3 }, "reasons: \(log.reasons); \(scratch.read("slow.out"))")
+        #expect(log.reasons.isEmpty, "reasons: \(log.reasons)")
+
+        // This host's own non-loopback addresses (hostname(1) -I), where a server is on this host all the same.
+        let hostname = try ChildProcess("/usr/bin/hostname", ["-I"], output: scratch.path + "/addresses")
+        #expect(await hostname.waitForExit(timeout: 5))
+        let addresses = scratch.read("addresses").split(whereSeparator: \.isWhitespace).map(String.init).filter { $0 != "(nothing)" }
+        for address in addresses where !address.hasPrefix("fe80") {
+            let port = try freeTCPPort()
+            let fake = try ChildProcess("/usr/bin/setpriv", ["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--",
+                                                             "/usr/bin/python3", "-c", Self.fakeGpsd, address, String(port), "0"],
+                                        output: scratch.path + "/fake.out")
+            defer { fake.terminate() }
+            try await Task.sleep(for: .milliseconds(500))
+            let log = GpsdEventLog()
+            let receiver = GpsdReceiver(ReceiverConfiguration(name: "own", source: .gpsd(host: address, port: port, device: nil)))
+            receiver.start(log.handler)
+            defer { receiver.stop() }
+            #expect(await eventually(timeout: 10) { log.reasons.contains { $0.contains("is run by nobody") } },
+                    "\(address): reasons \(log.reasons); \(scratch.read("fake.out"))")
+            #expect(log.fixes.isEmpty, "\(address): a fake position was read")
+        }
+    }
+
     @Test("an unknown host is reported as such")
     func unknownHost() async throws {
         let log = GpsdEventLog()
