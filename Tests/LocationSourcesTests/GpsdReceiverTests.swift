@@ -178,20 +178,23 @@ struct GpsdReceiverTests {
         defer { gpsfake.terminate() }
         try await waitForListener(port: port, gpsfake: gpsfake, output: scratch.read("gpsfake.out"))
 
+        // The same gpsd, read by a receiver that trusts only root and gpsd and by one that names nobody.
         let refusedLog = GpsdEventLog()
         let refused = GpsdReceiver(ReceiverConfiguration(name: "strict", source: .gpsd(host: "localhost", port: port, device: nil)))
-        refused.start(refusedLog.handler)
-        defer { refused.stop() }
-        let nobody = try #require(UserDatabase.userID(named: "nobody"))
-        let expected = "is run by nobody (uid \(nobody)), not by root or gpsd (server-user)"
-        #expect(await eventually(timeout: 10) { refusedLog.reasons.contains { $0.contains(expected) } }, "reasons: \(refusedLog.reasons)")
-
         let allowedLog = GpsdEventLog()
         let allowed = GpsdReceiver(ReceiverConfiguration(name: "nobody's", source: .gpsd(host: "localhost", port: port, device: nil),
                                                          serverUser: "nobody"))
+        refused.start(refusedLog.handler)
         allowed.start(allowedLog.handler)
-        defer { allowed.stop() }
-        #expect(await eventually(timeout: 15) { allowedLog.positions.count >= 3 }, "reasons: \(allowedLog.reasons)")
+        defer {
+            refused.stop()
+            allowed.stop()
+        }
+        let nobody = try #require(UserDatabase.userID(named: "nobody"))
+        let expected = "is run by nobody (uid \(nobody)), not by root or gpsd (server-user)"
+        #expect(await eventually(timeout: 10) { refusedLog.reasons.contains { $0.contains(expected) } }, "reasons: \(refusedLog.reasons)")
+        #expect(await eventually(timeout: 15) { allowedLog.positions.count >= 3 },
+                "reasons: \(allowedLog.reasons); gpsfake: \(scratch.read("gpsfake.out"))")
         // Meanwhile the strict receiver, retrying, never read one report.
         #expect(refusedLog.fixes.isEmpty && refused.status.sentences == 0, "\(refusedLog.fixes.count) fixes")
         #expect(!refused.status.isConnected)
