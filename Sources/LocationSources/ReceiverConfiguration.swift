@@ -29,8 +29,8 @@ public struct ReceiverConfiguration: Hashable, Sendable {
     /// dates are known wrong while its positions are good.
     public var checkDate: Bool
     /// gpsd only (config `server-user`, a user name or uid; default `gpsd`): when gpsd runs on this host,
-    /// the user besides root that may run it. A gpsd socket owned by anyone else is refused: any user can listen on port 2947
-    /// while gpsd is down, and would feed every client the position of their choosing.
+    /// the user besides root that may run it. A gpsd socket owned by anyone else is refused: any user can
+    /// listen on port 2947 while gpsd is down, and would feed every client the position of their choosing.
     public var serverUser: String
 
     public init(name: String, source: Source, priority: Int = 0, staleAfter: Duration? = nil,
