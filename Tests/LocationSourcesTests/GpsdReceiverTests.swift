@@ -170,10 +170,14 @@ struct GpsdReceiverTests {
         let scratch = try GpsdScratch()
         defer { scratch.remove() }
         chmod(scratch.path, 0o777)
+        // nobody may not reach the clone's directory (a 0700 temporary directory in CI): a copy it can read.
+        let capture = scratch.path + "/" + Self.garmin
+        try #require(FileManager.default.createFile(atPath: capture, contents: FileManager.default.contents(atPath: sharedLog(Self.garmin))))
+        chmod(capture, 0o644)
         let port = try freeTCPPort()
         // No -1: gpsfake plays the capture again and again, so fixes flow for as long as the test needs.
         let gpsfake = try ChildProcess("/usr/bin/setpriv", ["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--",
-                                                            tools.gpsfake, "-q", "-c", "0.02", "-P", String(port), sharedLog(Self.garmin)],
+                                                            tools.gpsfake, "-q", "-c", "0.02", "-P", String(port), capture],
                                        output: scratch.path + "/gpsfake.out", environment: scratch.gpsfakeEnvironment)
         defer { gpsfake.terminate() }
         try await waitForListener(port: port, gpsfake: gpsfake, output: scratch.read("gpsfake.out"))
