@@ -39,6 +39,12 @@ public enum DurationText {
         return .seconds(total)
     }
 
+    /// A value as the config file writes it and reads it back (`locationd --check-config`): `30` for 30.0,
+    /// `0.5` for 0.5 — a duration's seconds, before its `s`, or a distance's metres.
+    public static func configNumber(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(Int(value)) : "\(value)"
+    }
+
     /// A duration as messages and logs write it: "2 s", "0.5 s".
     public static func seconds(_ d: Duration) -> String {
         let s = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18

@@ -1,3 +1,4 @@
+import LocationCore
 import LocationSources
 
 extension DaemonConfiguration {
@@ -5,7 +6,7 @@ extension DaemonConfiguration {
     public var effectiveDescription: String {
         var s = "[daemon]\n"
         s += "socket = \(socketPath)\nstate-directory = \(stateDirectory)\nadmin-group = \(adminGroup)\n"
-        s += "log-level = \(logLevel.name)\nmax-clients = \(maxClients)\nmax-clients-per-user = \(maxClientsPerUser)\nclient-timeout = \(Self.number(clientTimeout))s\n"
+        s += "log-level = \(logLevel.name)\nmax-clients = \(maxClients)\nmax-clients-per-user = \(maxClientsPerUser)\nclient-timeout = \(DurationText.configNumber(clientTimeout))s\n"
         s += "gpsd-listen = \(gpsdListen.map(\.description).joined(separator: " "))\n"
         s += "nmea-socket = \(nmeaSocket ?? "")\n"
         if let shareGroup { s += "share-group = \(shareGroup)\n" }
@@ -22,7 +23,7 @@ extension DaemonConfiguration {
                 s += "type = replay\nfile = \(file)\nrate = \(rate.map { "\($0)" } ?? "max")\nloop = \(loop ? "yes" : "no")\n"
             }
             s += "priority = \(r.priority)\n"
-            s += "stale-after = \(r.staleAfter.map { "\(Self.number($0.inSeconds))s" } ?? "auto")\n"
+            s += "stale-after = \(r.staleAfter.map { "\(DurationText.configNumber($0.inSeconds))s" } ?? "auto")\n"
             if case .gpsd = r.source {} else {
                 s += "allow-missing-checksum = \(r.allowMissingChecksum ? "yes" : "no")\n"
             }
@@ -31,8 +32,8 @@ extension DaemonConfiguration {
             }
         }
         s += "\n[policy]\naccess = \(policy.access.rawValue)\naccuracy = \(policy.accuracy.rawValue)\n"
-        s += "once-lifetime = \(Self.number(policy.onceLifetime))s\nask-timeout = \(Self.number(policy.askTimeout))s\n"
-        s += "reduced-grid = \(Self.number(policy.reducedGrid))\nreduced-interval = \(Self.number(policy.reducedInterval))s\n"
+        s += "once-lifetime = \(DurationText.configNumber(policy.onceLifetime))s\nask-timeout = \(DurationText.configNumber(policy.askTimeout))s\n"
+        s += "reduced-grid = \(DurationText.configNumber(policy.reducedGrid))\nreduced-interval = \(DurationText.configNumber(policy.reducedInterval))s\n"
         for c in clients {
             s += "\n[client \(c.name)]\n"
             if let v = c.executable { s += "executable = \(v)\n" }
@@ -45,10 +46,5 @@ extension DaemonConfiguration {
             for (k, v) in c.purposes.sorted(by: { $0.key < $1.key }) { s += "purpose.\(k) = \(v)\n" }
         }
         return s
-    }
-
-    /// `30` for 30.0, `0.5` for 0.5: as a person writes it, and as the config reads it back.
-    static func number(_ value: Double) -> String {
-        value == value.rounded() && abs(value) < 1e15 ? String(Int(value)) : "\(value)"
     }
 }
