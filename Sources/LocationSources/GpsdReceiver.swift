@@ -159,10 +159,10 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
     /// server not in the table then is on another host, and trusted as the network is; one at an address of
     /// this host that is not in it is refused.
     static func untrustedServer(socket fd: Int32, serverUser: String) -> String? {
-        var readable = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        var ready: Int32
-        repeat { ready = poll(&readable, 1, Self.connectTimeout.pollMilliseconds) } while ready < 0 && errno == EINTR
-        guard ready > 0 else { return "no greeting from the server within \(Self.connectTimeout)" }
+        let greeted = FileDescriptorOps.poll(fd, events: Int16(POLLIN), timeoutMilliseconds: Self.connectTimeout.pollMilliseconds)
+        guard case .success(let events) = greeted, events != 0 else {
+            return "no greeting from the server within \(Self.connectTimeout)"
+        }
         guard case .success(let ours) = TCPAddress.of(socket: fd, peer: false),
               case .success(let peer) = TCPAddress.of(socket: fd, peer: true) else {
             return "cannot read the connection's addresses"
