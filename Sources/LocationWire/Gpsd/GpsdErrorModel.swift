@@ -112,18 +112,17 @@ public struct GpsdDOP: Hashable, Sendable {
     /// one fix to the next they are most often the same, and then the trigonometry and the inversion are not
     /// done again.
     struct Geometry: Sendable {
+        /// The start state is that of no qualifying satellite: no solution.
         private var kept: [LineOfSight] = []
         private var inverse: (Double, Double, Double, Double)?
-        private var valid = false
 
         /// The diagonal of (AᵀA)⁻¹ for the line-of-sight matrix A of the qualifying satellites (unit vectors
         /// east, north, up and a clock column), or nil when fewer than four qualify or the matrix is singular.
         mutating func losInverse(_ satellites: [Satellite]) -> (Double, Double, Double, Double)? {
-            if valid && same(satellites) { return inverse }
+            if same(satellites) { return inverse }
             kept.removeAll(keepingCapacity: true)
             for sat in satellites { if let los = LineOfSight(sat) { kept.append(los) } }
             inverse = GpsdDOP.solve(kept)
-            valid = true
             return inverse
         }
 
