@@ -84,21 +84,35 @@ struct GpsdFrontEndToEndTests {
         #expect(lines.contains { $0.hasPrefix(#"{"class":"SKY","#) && $0.contains(#""satellites":[{"PRN":"#) }, "\(output)")
     }
 
-    @Test("gpspipe -w as another uid without a grant: VERSION, DEVICES, the WATCH echo and mode 1 TPVs — no position byte")
+    @Test("gpspipe -w as another uid without a grant: VERSION, DEVICES without state, the WATCH echo and mode 1 TPVs on the daemon's clock — no position byte, not the fix cadence")
     func gpspipeStranger() throws {
         let port = try Self.freePort()
         let daemon = try Self.daemon(port: port, policy: "access = ask", clients: PolicyEndToEndTests.rootSeesAll)
         defer { daemon.stop() }
-        let output = try Self.run(["timeout", "10"] + Self.asNobody + ["gpspipe", "-w", "-n", "12", "127.0.0.1:\(port)"])
+        try Self.waitForFix(daemon)
+        // VERSION, DEVICES, WATCH, then 4 TPVs: the first when it starts watching, then one a second. The
+        // replay makes 20 fixes a second: TPVs on the receiver's epochs would all be there within 0.2 s.
+        let start = ContinuousClock.now
+        let output = try Self.run(["timeout", "20"] + Self.asNobody + ["gpspipe", "-w", "-n", "7", "127.0.0.1:\(port)"])
+        let elapsed = ContinuousClock.now - start
         let lines = Self.lines(output)
         #expect(lines.contains { $0.hasPrefix(#"{"class":"VERSION""#) }, "\(output)")
         #expect(lines.contains { $0.hasPrefix(#"{"class":"WATCH","enable":true,"json":true"#) }, "\(output)")
         let tpvs = lines.filter { $0.hasPrefix(#"{"class":"TPV""#) }
-        #expect(tpvs.count >= 3, "\(output)")
+        #expect(tpvs.count == 4, "\(output)")
+        #expect(elapsed >= .milliseconds(2900), "4 mode 1 TPVs in \(elapsed): on the fix cadence, not one a second")
         for tpv in tpvs { #expect(tpv.contains(#""mode":1}"#) && !tpv.contains("time"), "\(tpv)") }
+        // DEVICES names the receiver (the replay file), but not whether or since when it runs.
+        let devices = try #require(lines.first { $0.hasPrefix(#"{"class":"DEVICES""#) }, "\(output)")
+        #expect(devices.contains(#""path":"\#(DaemonProcess.demoCapture)""#), "\(devices)")
+        #expect(!devices.contains("activated") && !devices.contains("flags"), "\(devices)")
         for word in ["\"lat\"", "\"lon\"", "\"time\":\"20", "SKY", "$GP", "-27.2", "153.0"] {
             #expect(!output.contains(word), "\(word) reached a client without a grant")
         }
+        // Root, allowed, sees the receiver's state.
+        let root = try Self.run(["timeout", "20", "gpspipe", "-w", "-n", "3", "127.0.0.1:\(port)"])
+        let rootDevices = try #require(Self.lines(root).first { $0.hasPrefix(#"{"class":"DEVICES""#) }, "\(root)")
+        #expect(rootDevices.contains(#""activated":"20"#) && rootDevices.contains(#""flags":1"#), "\(rootDevices)")
     }
 
     @Test("a rule keyed on gpspipe's executable matches it over TCP")
@@ -246,7 +260,8 @@ struct GpsdFrontEndToEndTests {
 
         let stranger = try Self.run(["timeout", "10"] + Self.asNobody + ["/usr/bin/python3", "-c", script, String(port)])
         let blind = try #require(Self.lines(stranger).first { $0.hasPrefix(#"{"class":"POLL""#) }, "\(stranger)")
-        #expect(blind.hasSuffix(#","active":1,"tpv":[],"gst":[],"sky":[]}"#), "\(blind)")
+        // Nothing it may see, nor whether a receiver runs.
+        #expect(blind.hasSuffix(#","active":0,"tpv":[],"gst":[],"sky":[]}"#), "\(blind)")
     }
 
     @Test("a blind gpsd watcher starts streaming when a reload grants its program access")

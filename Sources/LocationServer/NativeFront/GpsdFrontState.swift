@@ -56,9 +56,14 @@ struct GpsdFrontState {
     private var estimates = GpsdEstimates()
     /// Receiver name → device path (DEVICE.path, TPV.device), refreshed for each new report.
     var devicePaths: [String: String] = [:]
-    /// gpsd clients watching that may see no position (unauthorized, or waiting for an agent): each fix
-    /// gets them a `mode` 1 TPV, nothing more.
+    /// gpsd clients watching that may see no position (unauthorized, waiting for an agent, or When In Use
+    /// without an active session): each tick of the blind clock gets them a `mode` 1 TPV, nothing more.
     var blind: Set<Int> = []
+    /// A blind tick is scheduled.
+    var blindClockRunning = false
+    /// How often a blind watcher gets its `mode` 1 TPV: gpsd's no-fix report at a 1 Hz receiver's pace, on
+    /// the daemon's clock whatever the receiver's rate.
+    static let blindInterval = Duration.seconds(1)
     /// The Publisher's report serial the encodings below belong to.
     private var serial: UInt64?
     private var encoded: [EncodingKey: GpsdShapes] = [:]
@@ -117,9 +122,12 @@ struct GpsdFrontState {
     }
 
     /// The receivers as `DEVICES` lists them, by device path (serial port, gpsd device, replay file).
-    static func devices(_ reports: [ReceiverReport]) -> [GpsdDevice] {
+    /// - Parameter withState: with `activated` and `flags` (when it was opened, whether it sent data); false
+    ///   for a client that may not see the location: they tell which receiver runs and when fixes can come.
+    static func devices(_ reports: [ReceiverReport], withState: Bool) -> [GpsdDevice] {
         reports.map { r in
-            GpsdDevice(path: r.path ?? r.name, activated: r.connectedSince, flags: (r.sentences ?? 0) > 0 ? 1 : nil, bitsPerSecond: r.speed)
+            GpsdDevice(path: r.path ?? r.name, activated: withState ? r.connectedSince : nil,
+                       flags: withState && (r.sentences ?? 0) > 0 ? 1 : nil, bitsPerSecond: r.speed)
         }
     }
 }

@@ -19,13 +19,17 @@ extension ServerState {
         // The NMEA socket asks nothing and is answered nothing: what it sends is read and dropped.
         guard !session.isNMEASocket else { return }
         let reports = context.receivers.receiverReports()
-        let devices = GpsdFrontState.devices(reports)
+        // The receivers' state (which one runs, since when, whether it sends) only to a client that may see
+        // the full location now, as STATUS on the native front: it tells when fixes come and go.
+        let authorization = publisher.authorization(of: id, at: now)
+        let seesState = authorization.status.isAuthorized && authorization.inUse && authorization.accuracy == .full
+        let devices = GpsdFrontState.devices(reports, withState: seesState)
         for r in reports { gpsdFront.devicePaths[r.name] = r.path ?? r.name }
         var reply = session.conversation.receive(input, devices: devices)
         connections[id]?.gpsd?.conversation = session.conversation
         if !reply.pollOffsets.isEmpty {
             let (tpv, sky) = gpsdPollReports(id, session: session, at: now)
-            let active = reports.filter { $0.state == "connected" }.count
+            let active = seesState ? reports.filter { $0.state == "connected" }.count : 0
             for offset in reply.pollOffsets.reversed() {
                 var poll: [UInt8] = []
                 GpsdResponses.appendPoll(time: UTCTime(unixSeconds: now.wall), active: active, tpv: tpv, sky: sky, to: &poll)
@@ -70,10 +74,10 @@ extension ServerState {
         if state.status.isAuthorized {
             gpsdStream(id, state, at: now)
             // When In Use without an active session: gpsd's "no fix" shape until the session is active.
-            if !state.inUse { gpsdFront.blind.insert(id) }
+            if !state.inUse { gpsdWatchBlind(id) }
             return
         }
-        gpsdFront.blind.insert(id)
+        gpsdWatchBlind(id)
         gpsdTell(id, gpsdFront.noFixTPV(device: gpsdDefaultDevice()))
         gpsdAskIfUndetermined(id, request: request, at: now)
         // Record what it was "told" (nothing reaches it): a later change — a reload, a grant — then comes
@@ -133,16 +137,16 @@ extension ServerState {
                 gpsdStream(id, state, at: Moment.now())
             } else if !state.status.isAuthorized {
                 publisher.stopWatching(id)
-                gpsdFront.blind.insert(id)
+                gpsdWatchBlind(id)
             }
             // When In Use: blind while the user has no active session, streaming again once it has.
             if state.status.isAuthorized {
-                if state.inUse { gpsdFront.blind.remove(id) } else { gpsdFront.blind.insert(id) }
+                if state.inUse { gpsdFront.blind.remove(id) } else { gpsdWatchBlind(id) }
             }
         case let .watchEnded(id, _):
             connections[id]?.gpsd?.lastTPV = []
             connections[id]?.gpsd?.lastSKY = []
-            if connections[id]?.gpsd?.conversation.policy.enable == true { gpsdFront.blind.insert(id) }
+            if connections[id]?.gpsd?.conversation.policy.enable == true { gpsdWatchBlind(id) }
             gpsdTell(id, gpsdFront.noFixTPV(device: gpsdDefaultDevice()))
         case .pollReply, .audit:
             break
@@ -161,11 +165,26 @@ extension ServerState {
         connection.gpsd?.lastSKY = shapes.sky
     }
 
-    /// Each fix: watchers that may see nothing get a `mode` 1 TPV, as gpsd sends a no-fix epoch.
-    mutating func gpsdTellBlindWatchers() {
+    /// Client `id` watches blind from now on: it may see nothing (or, When In Use, nothing now). The blind
+    /// clock starts if it is not running.
+    private mutating func gpsdWatchBlind(_ id: Int) {
+        gpsdFront.blind.insert(id)
+        guard !gpsdFront.blindClockRunning else { return }
+        gpsdFront.blindClockRunning = true
+        effects.append(.schedule(.blindTick, after: GpsdFrontState.blindInterval))
+    }
+
+    /// The blind clock ticked: every blind watcher gets a `mode` 1 TPV, as gpsd sends a no-fix epoch. On
+    /// the daemon's own clock, not the receiver's epochs: the cadence of fixes (and when one is lost) is
+    /// something a client that may see nothing must not learn (docs/SECURITY.md "Timing").
+    mutating func gpsdBlindTick() {
+        gpsdFront.blindClockRunning = false
+        guard !gpsdFront.blind.isEmpty else { return }
         refreshDevicePaths()
         let tpv = gpsdFront.noFixTPV(device: gpsdDefaultDevice())
         for id in gpsdFront.blind.sorted() { gpsdTell(id, tpv) }
+        guard let id = gpsdFront.blind.first else { return }
+        gpsdWatchBlind(id)
     }
 
     /// A `mode` 1 TPV to a JSON watcher (an NMEA-only watcher gets nothing: no sentence without a fix).

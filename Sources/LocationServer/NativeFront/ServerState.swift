@@ -40,6 +40,8 @@ enum ServerEvent: Sendable {
     case sharingPauseEnds
     /// The accept back-off is over.
     case resumeAccepting
+    /// The gpsd front's blind watchers are due their `mode` 1 TPV (`GpsdFrontState.blindInterval`).
+    case blindTick
     /// The grant store was written (nil) or not (the error); `admin` waits for the reply to `request`,
     /// GRANTS with `extra`'s `effective` (GRANT) and `revoked` (REVOKE) added.
     case grantsSaved(admin: Int?, request: String, error: Errno?, extra: ServerMessage.Grants)
@@ -278,7 +280,6 @@ struct ServerState {
         for report in uplinkReports { report.sink(report.fix, report.accuracy) }
         out.removeAll(keepingCapacity: true)
         deliveries = out
-        if !gpsdFront.blind.isEmpty { gpsdTellBlindWatchers() }
     }
 
     /// Turns the Publisher's decisions into messages.
@@ -343,6 +344,8 @@ struct ServerState {
             sweepStuckClients(now: now.monotonic)
         case .sharingPauseEnds:
             pauseMayHaveEnded(at: now.wall)
+        case .blindTick:
+            gpsdBlindTick()
         case .resumeAccepting:
             accepting.resume()
             for i in gpsdFront.accepting.indices { gpsdFront.accepting[i].resume() }
