@@ -40,8 +40,10 @@ let package = Package(
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         // The daemon: config, socket server, publisher.
         .target(name: "LocationServer", dependencies: ["LocationSources", "LocationWire", "LocationPosix", "LocationCore", "LocationPolicy", "CInih", "CPosixShims", "CSystemd"]),
-        // libmosquitto, Debian's libmosquitto-dev: the MQTT client library of the fleet uplink.
-        .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
+        // libmosquitto (Debian: libmosquitto1; mosquitto.h from libmosquitto-dev), the MQTT client library of the
+        // fleet uplink, loaded with dlopen when an uplink starts (loader.c), not linked: without an uplink the
+        // daemon maps neither it nor OpenSSL.
+        .target(name: "CMosquitto"),
         // Publishing to an MQTT broker for fleets (OwnTracks or TPV), with a store-and-forward spool.
         .target(name: "LocationUplink", dependencies: ["LocationCore", "LocationPolicy", "LocationPosix", "LocationWire", "CMosquitto"]),
         .executableTarget(name: "locationd", dependencies: ["CPosixShims", "LocationServer", "LocationUplink", "LocationWire"]),

@@ -81,6 +81,13 @@ public final class MQTTUplink: @unchecked Sendable {
         var sharing = true
     }
 
+    /// Loads libmosquitto (`libmosquitto.so.1`, Debian's libmosquitto1), which the daemon maps only when an
+    /// uplink is configured; once for the process.
+    /// - Returns: nil when it is loaded, else why it cannot be (the dynamic loader's message).
+    public static func loadLibrary() -> String? {
+        locationd_mosquitto_load().map { String(cString: $0) }
+    }
+
     /// Makes the uplink and loads its spool; `start()` connects.
     /// - Parameters:
     ///   - configuration: its `[uplink NAME]` section.

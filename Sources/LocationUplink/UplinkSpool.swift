@@ -61,7 +61,7 @@ public final class UplinkSpool: @unchecked Sendable {
     /// and opens it for appending. No file: none, and an empty one is made when the first is added.
     /// - Throws: the failing call and its errno; the file is then left as it was.
     public func open() throws(UplinkSpoolError) -> [Report] {
-        let reports = try Self.parse(try readAll())
+        let reports = Self.parse(try readAll())
         try rewrite(reports)
         return reports
     }

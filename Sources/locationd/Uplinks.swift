@@ -47,6 +47,11 @@ func readUplinks(_ configuration: DaemonConfiguration) throws(ConfigFileError) -
         }
         uplinks.append(ConfiguredUplink(configuration: uplink, password: password))
     }
+    // libmosquitto is loaded only now that an uplink needs it (a daemon without one maps neither it nor OpenSSL).
+    if let section = configuration.uplinkSections.first, let failure = MQTTUplink.loadLibrary() {
+        throw ConfigFileError(file: section.file, line: section.line, key: nil,
+                              message: "[uplink \(section.name)] needs libmosquitto (Debian: libmosquitto1): \(failure)")
+    }
     return uplinks
 }
 

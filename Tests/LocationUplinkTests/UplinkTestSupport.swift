@@ -191,7 +191,7 @@ final class Broker {
 /// The real `locationd` replaying the demo capture once, with `uplink` as its `[uplink fleet]` section.
 final class UplinkDaemon {
     let scratch: Scratch
-    private var process: Spawned?
+    private(set) var process: Spawned?
 
     static var root: String {
         var path = #filePath
