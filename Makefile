@@ -54,7 +54,10 @@ INSTALL_DATA ?= $(INSTALL) -m 0644
 
 all: build
 
+# SwiftPM does not know the order file: a binary older than it is removed, so that it is linked again.
 build:
+	@bin=$$($(SWIFT) build -c release $(SWIFTFLAGS) --show-bin-path); \
+	if [ -e "$$bin/locationd" ] && [ Scripts/locationd.order -nt "$$bin/locationd" ]; then rm -f "$$bin/locationd"; fi
 	$(SWIFT) build -c release $(SWIFTFLAGS)
 
 install: build
