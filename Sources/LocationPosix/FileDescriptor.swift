@@ -109,12 +109,19 @@ public enum FileDescriptorOps {
         defer { closedir(directory) }
         var names: [String] = []
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
+            let name = entryName(entry)
             if name != "." && name != ".." { names.append(name) }
         }
         return .success(names)
+    }
+
+    /// The name of a directory entry readdir(3) returned. Read in place, up to its NUL: the record is only
+    /// as long as its name (`d_reclen`), so the last one of readdir's buffer can end before
+    /// `sizeof(struct dirent)` would — `entry.pointee.d_name` copied all 256 bytes, past the buffer
+    /// (AddressSanitizer: heap-buffer-overflow, identifying a client as /proc/PID/fd was listed).
+    public static func entryName(_ entry: UnsafePointer<dirent>) -> String {
+        let offset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
+        return String(cString: (UnsafeRawPointer(entry) + offset).assumingMemoryBound(to: CChar.self))
     }
 
     /// readlink(2): where a symbolic link points (at most 4095 bytes).
@@ -223,8 +230,7 @@ public enum FileDescriptorOps {
         defer { closedir(dir) }
         var count = 0
         while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in raw.first ?? 0 }
-            if name != UInt8(ascii: ".") { count += 1 }
+            if !entryName(entry).hasPrefix(".") { count += 1 }
         }
         return count - 1  // the directory stream's own descriptor
     }

@@ -119,12 +119,12 @@ public final class TTYSerialDevice: SerialDevice {
         guard let proc = opendir("/proc") else { return nil }
         defer { closedir(proc) }
         while let entry = readdir(proc) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+            let name = FileDescriptorOps.entryName(entry)
             guard let pid = Int32(name), pid != excluded else { continue }
             guard let fds = opendir("/proc/\(pid)/fd") else { continue }
             defer { closedir(fds) }
             while let fdEntry = readdir(fds) {
-                let fdName = withUnsafeBytes(of: fdEntry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+                let fdName = FileDescriptorOps.entryName(fdEntry)
                 let link = FileDescriptorOps.readLink("/proc/\(pid)/fd/\(fdName)")
                 guard case .success(resolved) = link else { continue }
                 var comm = "process"

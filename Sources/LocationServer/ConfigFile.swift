@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import CInih
+import LocationPosix
 
 /// One `key = value` of a config file, with where it was written.
 public struct ConfigEntry: Hashable, Sendable {
@@ -150,7 +151,7 @@ public enum ConfigFile {
         if let dir = dropInDirectory, let stream = opendir(dir) {
             var names: [String] = []
             while let entry = readdir(stream) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+                let name = FileDescriptorOps.entryName(entry)
                 if name.hasSuffix(".conf") && !name.hasPrefix(".") { names.append(name) }
             }
             closedir(stream)

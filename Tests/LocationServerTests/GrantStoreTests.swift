@@ -107,7 +107,7 @@ struct GrantStoreTests {
         defer { closedir(d) }
         var names: [String] = []
         while let entry = readdir(d) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            let name = FileDescriptorOps.entryName(entry)
             if name != "." && name != ".." { names.append(name) }
         }
         return names.sorted()

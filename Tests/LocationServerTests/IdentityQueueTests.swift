@@ -62,10 +62,9 @@ struct IdentityQueueTests {
         print("%.2f %s" % (time.time() - t, d[:20].decode(errors="replace")))
         """
 
-    // Under AddressSanitizer the flood of 78 000 descriptors and 300 connections behaves otherwise (CI's
-    // sanitized run: no greeting at all, no refusal), not yet explained: the plain suite runs it.
-    @Test("one user flooding the gpsd front from fd-heavy processes: another user's greeting still comes at once",
-          .disabled(if: Sanitizers.address, "timing under AddressSanitizer, not yet explained: the plain suite runs it"))
+    // Skipped under AddressSanitizer until 2026-12-02: the daemon died there (no greeting, no refusal). ASan
+    // said why: listing a process's /proc/PID/fd read each name past readdir's buffer (DirectoryEntriesTests).
+    @Test("one user flooding the gpsd front from fd-heavy processes: another user's greeting still comes at once")
     func floodDoesNotStarveOthers() throws {
         let port = try GpsdFrontEndToEndTests.freePort()
         let daemon = try GpsdFrontEndToEndTests.daemon(port: port, policy: "access = ask")

@@ -350,7 +350,7 @@ private struct DescriptorSnapshot {
         guard let dir = opendir("/proc/self/fd") else { return result }
         defer { closedir(dir) }
         while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            let name = FileDescriptorOps.entryName(entry)
             guard let fd = Int32(name) else { continue }
             var info = stat()
             guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFSOCK else { continue }

@@ -71,7 +71,7 @@ struct GpsdScratch {
     func remove() {
         if let dir = opendir(path) {
             while let entry = readdir(dir) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                let name = FileDescriptorOps.entryName(entry)
                 if name != "." && name != ".." { unlink(path + "/" + name) }
             }
             closedir(dir)
@@ -278,7 +278,7 @@ func socketsOfThisProcess(connectedToPort port: Int) -> Int {
     var count = 0
     var target = [CChar](repeating: 0, count: 256)
     while let entry = readdir(dir) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        let name = FileDescriptorOps.entryName(entry)
         let n = readlink("/proc/self/fd/" + name, &target, target.count - 1)
         guard n > 0 else { continue }
         let link = target.withUnsafeBufferPointer { String(decoding: UnsafeRawBufferPointer($0).prefix(n), as: UTF8.self) }

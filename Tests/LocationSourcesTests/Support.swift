@@ -104,7 +104,7 @@ func descriptors(pointingTo path: String) -> Int {
     var count = 0
     var buffer = [CChar](repeating: 0, count: 4096)
     while let entry = readdir(dir) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
+        let name = FileDescriptorOps.entryName(entry)
         let n = readlink("/proc/self/fd/" + name, &buffer, buffer.count - 1)
         guard n > 0 else { continue }
         let target = buffer.withUnsafeBufferPointer { String(decoding: UnsafeRawBufferPointer($0).prefix(n), as: UTF8.self) }
