@@ -8,8 +8,8 @@
 # stripped as `make install` and the package install it. Name others to compare, e.g.
 #   Benchmarks/memory.sh static=/tmp/locationd-static dynamic=/tmp/locationd-dynamic
 #
-# Environment: CLIENTS (default "1 50 1000"); SETTLE seconds with the clients connected before
-# sampling (default 5); SAMPLES taken 100 ms apart after that (default 20; the largest counts).
+# Environment: CLIENTS (default "1 50 1000"); SETTLE seconds after every client has its first TPV (which
+# "ready s" says took) before sampling (default 5); SAMPLES taken 100 ms apart after that (default 20; the largest counts).
 # Figures are from /proc/PID/smaps_rollup: Rss, Pss, and Anonymous (the daemon's own heap and stacks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,7 +28,7 @@ if [ ${#binaries[@]} -eq 0 ]; then
     binaries=("static-stripped=$work/locationd")
 fi
 
-printf '%-18s %8s %9s %9s %9s %9s\n' binary clients "RSS MiB" "PSS MiB" "anon MiB" "file MiB"
+printf '%-18s %8s %9s %9s %9s %9s %9s\n' binary clients "RSS MiB" "PSS MiB" "anon MiB" "file MiB" "ready s"
 for entry in "${binaries[@]}"; do
     label=${entry%%=*} binary=${entry#*=}
     for n in $clients; do
@@ -66,14 +66,18 @@ poller = select.epoll()
 for s in conns:
     poller.register(s.fileno(), select.EPOLLIN)
 received = 0
-def drain(until):
+streaming = set()
+def drain(until, all_streaming=False):
     global received
-    while time.monotonic() < until:
+    while time.monotonic() < until and not (all_streaming and len(streaming) == n):
         for fd, _ in poller.poll(0.05):
             try:
-                received += len(os.read(fd, 65536))
+                data = os.read(fd, 65536)
             except BlockingIOError:
-                pass
+                continue
+            received += len(data)
+            if b'"class":"TPV"' in data:
+                streaming.add(fd)
 def rollup():
     values = {}
     with open(f"/proc/{pid}/smaps_rollup") as f:
@@ -82,6 +86,13 @@ def rollup():
             if len(parts) >= 2 and parts[0].endswith(":"):
                 values[parts[0][:-1]] = int(parts[1])
     return values
+# Every client identified and streaming first (identifying 1000 connections of one process takes the
+# daemon seconds: it reads the descriptors of the user's processes), then SETTLE seconds.
+started = time.monotonic()
+drain(started + 120, all_streaming=True)
+if len(streaming) < n:
+    sys.exit(f"{label} at {n} clients: {len(streaming)} streaming after 120 s")
+ready = time.monotonic() - started
 drain(time.monotonic() + settle)
 best = {}
 for _ in range(samples):
@@ -93,7 +104,7 @@ mib = lambda kib: kib / 1024
 if received == 0:
     sys.exit(f"{label} at {n} clients: no client received anything")
 print(f"{label:<18} {n:>8} {mib(best['Rss']):>9.1f} {mib(best['Pss']):>9.1f} {mib(best['Anonymous']):>9.1f} "
-      f"{mib(best['Rss'] - best['Anonymous']):>9.1f}")
+      f"{mib(best['Rss'] - best['Anonymous']):>9.1f} {ready:>9.1f}")
 EOF
         kill -KILL "$pid"; wait "$pid" 2>/dev/null || true; pid=""
     done
