@@ -176,7 +176,7 @@ struct ServerState {
 
     /// Closes a client: its POLLs, its one-time grant and its questions to agents end with it.
     mutating func close(_ id: Int, why: String) {
-        guard var connection = connections.removeValue(forKey: id) else { return }
+        guard let connection = connections.removeValue(forKey: id) else { return }
         let uid = connection.identity.uid
         connectionsPerUser[uid] = connectionsPerUser[uid].flatMap { $0 > 1 ? $0 - 1 : nil }
         for ask in broker.remove(id) {
@@ -192,6 +192,12 @@ struct ServerState {
         let coalesced = connection.output.coalesced
         context.log.client(.info, "client closed", uid: uid,
                            connection.context(id, reason: why + (coalesced > 0 ? " (\(coalesced) stale reports coalesced)" : "")))
+        // A line of its own (budgeted apart from the frequent "client closed"): the reports a client read
+        // too slowly to get, which it cannot tell from a fix the receiver did not make.
+        if coalesced > 0 {
+            context.log.client(.notice, "client missed reports", uid: uid,
+                               connection.context(id, reason: "\(coalesced) reports replaced by newer ones before it read them"))
+        }
     }
 
     /// Tells the client why, and closes it.
