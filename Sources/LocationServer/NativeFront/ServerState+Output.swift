@@ -23,12 +23,7 @@ extension ServerState {
         case .done:
             break
         case .watchWritable:
-            connections.values[index].watchingWritable = true
-            do {
-                try poller?.watchWritable(connections.values[index].fd, tag: UInt64(id), true)
-            } catch {
-                close(id, why: "cannot watch the socket: \(error)")
-            }
+            effects.append(.watchWritable(id))
         case .close(let why):
             close(id, why: why)
         }
@@ -49,7 +44,7 @@ extension ServerState {
         do {
             guard try connection.output.send(bytes, isLocation: isLocation, tag: tag, on: connection.fd) else { return .done }
             if connection.output.byteCount > limits.maxQueuedBytes { return .close("more than \(limits.maxQueuedBytes) bytes queued") }
-            return connection.watchingWritable ? .done : .watchWritable
+            return connection.writeSource == nil ? .watchWritable : .done
         } catch {
             return .close("write failed: \(error)")
         }
@@ -60,9 +55,8 @@ extension ServerState {
         guard let index = connections.index(forKey: id) else { return }
         do {
             guard try !connections.values[index].output.flush(connections.values[index].fd) else { return }
-            guard connections.values[index].watchingWritable else { return }
-            connections.values[index].watchingWritable = false
-            try poller?.watchWritable(connections.values[index].fd, tag: UInt64(id), false)
+            connections.values[index].writeSource?.cancel()
+            connections.values[index].writeSource = nil
         } catch {
             close(id, why: "write failed: \(error)")
         }
