@@ -169,6 +169,11 @@ extension ServerState {
     /// clock starts if it is not running.
     private mutating func gpsdWatchBlind(_ id: Int) {
         gpsdFront.blind.insert(id)
+        armBlindClock()
+    }
+
+    /// Schedules the next blind tick unless one is scheduled.
+    private mutating func armBlindClock() {
         guard !gpsdFront.blindClockRunning else { return }
         gpsdFront.blindClockRunning = true
         effects.append(.schedule(.blindTick, after: GpsdFrontState.blindInterval))
@@ -183,8 +188,7 @@ extension ServerState {
         refreshDevicePaths()
         let tpv = gpsdFront.noFixTPV(device: gpsdDefaultDevice())
         for id in gpsdFront.blind.sorted() { gpsdTell(id, tpv) }
-        guard let id = gpsdFront.blind.first else { return }
-        gpsdWatchBlind(id)
+        if !gpsdFront.blind.isEmpty { armBlindClock() }
     }
 
     /// A `mode` 1 TPV to a JSON watcher (an NMEA-only watcher gets nothing: no sentence without a fix).
