@@ -46,7 +46,7 @@ let package = Package(
         .target(name: "CMosquitto"),
         // Publishing to an MQTT broker for fleets (OwnTracks or TPV), with a store-and-forward spool.
         .target(name: "LocationUplink", dependencies: ["LocationCore", "LocationPolicy", "LocationPosix", "LocationWire", "CMosquitto"]),
-        .executableTarget(name: "locationd", dependencies: ["CPosixShims", "LocationServer", "LocationUplink", "LocationWire"]),
+        .executableTarget(name: "locationd", dependencies: ["LocationPosix", "CPosixShims", "LocationServer", "LocationUplink", "LocationWire"]),
         // The Swift client library for programs that consume location (docs/PROTOCOL.md).
         .target(name: "LocationClient", dependencies: ["LocationWire", "LocationPosix", "LocationCore"]),
         .executableTarget(name: "locationctl", dependencies: ["NMEA", "LocationWire", "LocationCore", "LocationClient"]),

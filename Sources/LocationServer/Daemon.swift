@@ -53,7 +53,7 @@ public enum DaemonError: Error, CustomStringConvertible {
 
 /// Runs the daemon: receivers from the config, the socket server, signal handling.
 ///
-/// Sound as `@unchecked Sendable`: its mutable state (`configuration`, `signalSources`, `isReady`) is
+/// Sound as `@unchecked Sendable`: its mutable state (`configuration`, `signalSource`, `isReady`) is
 /// touched only on the main queue — in `run`, and in the signal and timer handlers it installs there;
 /// the server and receivers it holds are `Sendable` themselves.
 public final class Daemon: @unchecked Sendable {
@@ -70,7 +70,8 @@ public final class Daemon: @unchecked Sendable {
     let socketActivated: Bool
     /// True when systemd passed the NMEA socket: it stays, never unlinked.
     let nmeaSocketActivated: Bool
-    private var signalSources: [DispatchSourceSignal] = []
+    /// The signal pipe's read source (SIGTERM, SIGINT, SIGHUP), kept for the daemon's life. Main queue.
+    private var signalSource: (any DispatchSourceRead)?
     /// READY=1 was sent (main queue): a reload before it does not announce readiness early.
     private var isReady = false
     /// Run on SIGTERM/SIGINT after the receivers stopped (the uplinks say offline and keep their spool). Main queue.
@@ -208,38 +209,20 @@ public final class Daemon: @unchecked Sendable {
     }
 
     /// Starts receivers and server, then serves until SIGTERM or SIGINT; never returns.
-    public func run() -> Never {
+    /// - Parameter signals: the pipe that receives `handledSignals` (made first thing in `main`).
+    public func run(signals: SignalPipe) -> Never {
         let log = self.log
         let server = self.server
-        // Signals are set up before the socket accepts: a client that got its VERSION may send SIGTERM or
-        // SIGHUP at once, and a signal ignored before its source is resumed would be lost.
-        for sig in [SIGTERM, SIGINT] {
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .main)
-            source.setEventHandler { [self] in
-                log.notice("stopping", ["signal": sig == SIGTERM ? "TERM" : "INT"])
-                systemd.stopping()
-                // Exit 0 within 2 s whatever a receiver does while it closes.
-                DispatchQueue.global().asyncAfter(deadline: .now() + 1.5) {
-                    log.warning("stopping took more than 1.5 s; exiting now")
-                    _exit(0)
-                }
-                receivers.stop()
-                stopHandlers.forEach { $0() }
-                server.stop(reason: "locationd is stopping")
-                server.listener.close(unlinking: !socketActivated)
-                server.nmeaListener?.close(unlinking: !nmeaSocketActivated)
-                exit(0)
+        // Signals come through the pipe main made before any thread started: one sent since — even before
+        // this line, right after the socket was bound — waits there (SignalPipe).
+        let source = DispatchSource.makeReadSource(fileDescriptor: signals.descriptor.rawValue, queue: .main)
+        source.setEventHandler { [self] in
+            for sig in signals.take() {
+                if sig == SIGHUP { reload() } else { stop(signal: sig) }
             }
-            source.resume()
-            signalSources.append(source)
         }
-        // SIGHUP: reload the configuration (reload() below).
-        signal(SIGHUP, SIG_IGN)
-        let hangup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .main)
-        hangup.setEventHandler { [self] in reload() }
-        hangup.resume()
-        signalSources.append(hangup)
+        source.resume()
+        signalSource = source
         server.start()
         receivers.start { event in
             switch event {
@@ -289,6 +272,30 @@ public final class Daemon: @unchecked Sendable {
     public static func dropInDirectory(forConfiguration path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "conf.d" }
         return String(path[..<slash]) + "/conf.d"
+    }
+}
+
+// MARK: - Signals
+
+extension Daemon {
+    /// The signals the daemon handles: SIGTERM and SIGINT stop it cleanly, SIGHUP reloads the configuration.
+    public static let handledSignals = [SIGTERM, SIGINT, SIGHUP]
+
+    /// SIGTERM or SIGINT: stops receivers, uplinks and the server, tells every client why, and exits 0 —
+    /// within 2 s whatever a receiver does while it closes.
+    func stop(signal sig: Int32) {
+        log.notice("stopping", ["signal": sig == SIGTERM ? "TERM" : "INT"])
+        systemd.stopping()
+        DispatchQueue.global().asyncAfter(deadline: .now() + 1.5) { [log] in
+            log.warning("stopping took more than 1.5 s; exiting now")
+            _exit(0)
+        }
+        receivers.stop()
+        stopHandlers.forEach { $0() }
+        server.stop(reason: "locationd is stopping")
+        server.listener.close(unlinking: !socketActivated)
+        server.nmeaListener?.close(unlinking: !nmeaSocketActivated)
+        exit(0)
     }
 }
 

@@ -3,6 +3,7 @@
 import Glibc
 #endif
 import CPosixShims
+import LocationPosix
 import LocationServer
 import LocationUplink
 
@@ -21,6 +22,15 @@ func fail(_ message: String, _ code: Int32) -> Never {
     var bytes = Array("locationd: \(message)\n".utf8)
     bytes.withUnsafeMutableBytes { _ = write(2, $0.baseAddress, $0.count) }
     exit(code)
+}
+
+// SIGTERM, SIGINT and SIGHUP are caught from here on, before anything can start a thread, into a pipe the
+// daemon reads once it runs: one sent while it starts waits instead of being lost (SignalPipe).
+let signals: SignalPipe
+do {
+    signals = try SignalPipe(install: Daemon.handledSignals)
+} catch {
+    fail("cannot catch signals: \(error)", 71)  // EX_OSERR
 }
 
 // One malloc arena. glibc gives each thread that allocates its own arena (up to 8 per core), and an
@@ -78,7 +88,7 @@ let log = Log(level: configuration.logLevel)
 do {
     let daemon = try Daemon(configuration: configuration, configurationPath: configPath, log: log)
     let uplinks = startUplinks(uplinkSettings, daemon: daemon, stateDirectory: configuration.stateDirectory, log: log)
-    withExtendedLifetime(uplinks) { daemon.run() }
+    withExtendedLifetime(uplinks) { daemon.run(signals: signals) }
 } catch {
     fail("\(error)", 71)  // EX_OSERR
 }

@@ -12,6 +12,11 @@
 /// default, up to 8 per core). Returns mallopt's result (1 on success).
 int locationd_set_malloc_arenas(int arenas);
 
+/// Installs one handler (sigaction, SA_RESTART) for each of `signals[0..<count]` that writes the signal's
+/// number, one byte, to `write_fd` (a non-blocking pipe): the self-pipe that LocationPosix.SignalPipe reads.
+/// Async-signal-safe: write(2) only, errno kept. 0, or -1 with errno from sigaction.
+int locationd_signal_pipe_install(int write_fd, const int *signals, int count);
+
 /// ioctl(fd, TIOCEXCL): no further open(2) of this tty, except by root. -1 with errno on failure.
 int locationd_tty_set_exclusive(int fd);
 
