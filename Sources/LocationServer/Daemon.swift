@@ -96,22 +96,13 @@ public final class Daemon: @unchecked Sendable {
         let listener: ListeningSocket
         var gpsdListeners: [TCPListener] = []
         var nmeaListener: ListeningSocket?
-        // systemd: socket activation (LISTEN_FDS) gives the socket; otherwise bind it here.
-        if let inherited = try SocketActivation.inheritedListeners(configuredPath: configuration.socketPath, log: log) {
-            listener = inherited.unix
+        // systemd: socket activation (LISTEN_FDS) gives the sockets; otherwise they are bound here.
+        let inherited = try SocketActivation.inheritedListeners(configuredPath: configuration.socketPath, log: log)
+        if let inherited {
             gpsdListeners = inherited.gpsd
             nmeaListener = inherited.nmea
-            socketActivated = true
-        } else {
-            let socketDirectory = String(configuration.socketPath[..<(configuration.socketPath.lastIndex(of: "/") ?? configuration.socketPath.startIndex)])
-            if !socketDirectory.isEmpty { try? Self.makeDirectory(socketDirectory, mode: 0o755) }
-            do {
-                listener = try ListeningSocket(path: configuration.socketPath, mode: 0o666)
-            } catch {
-                throw DaemonError.socket(path: configuration.socketPath, errno: error)
-            }
-            socketActivated = false
         }
+        socketActivated = inherited != nil
         // The gpsd front: the TCP sockets systemd passed (locationd-gpsd.socket), else gpsd-listen's.
         let bindGpsd = gpsdListeners.isEmpty
         for address in configuration.gpsdListen where bindGpsd {
@@ -133,6 +124,21 @@ public final class Daemon: @unchecked Sendable {
             } catch {
                 gpsdListeners.forEach { $0.close() }
                 throw DaemonError.socket(path: path, errno: error)
+            }
+        }
+        // The native socket last: once it accepts, every other listener is there too (a client, or a test,
+        // that waits for it may use the NMEA socket or the gpsd port at once).
+        if let inherited {
+            listener = inherited.unix
+        } else {
+            let socketDirectory = String(configuration.socketPath[..<(configuration.socketPath.lastIndex(of: "/") ?? configuration.socketPath.startIndex)])
+            if !socketDirectory.isEmpty { try? Self.makeDirectory(socketDirectory, mode: 0o755) }
+            do {
+                listener = try ListeningSocket(path: configuration.socketPath, mode: 0o666)
+            } catch {
+                gpsdListeners.forEach { $0.close() }
+                nmeaListener?.close(unlinking: !nmeaSocketActivated)
+                throw DaemonError.socket(path: configuration.socketPath, errno: error)
             }
         }
         receivers = ReceiverSet(configuration.receivers.map(makeReceiver))

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/epoll.h>
 
 /// mallopt(M_ARENA_MAX, arenas): how many malloc arenas glibc may make (one per allocating thread by
 /// default, up to 8 per core). Returns mallopt's result (1 on success).
@@ -38,6 +39,16 @@ int locationd_accept(int fd);
 
 /// ioctl(fd, SIOCOUTQ): bytes written to a socket that its peer has not read yet; -1 with errno.
 int locationd_socket_unread_bytes(int fd);
+
+/// epoll_create1(EPOLL_CLOEXEC).
+int locationd_epoll_create(void);
+/// epoll_ctl(2) with an event of `events` (EPOLLIN, EPOLLOUT, ...) carrying `tag` (epoll_data.u64).
+int locationd_epoll_control(int epfd, int operation, int fd, uint32_t events, uint64_t tag);
+/// epoll_wait(2) for at most `capacity` (≤ 64) events: their tags and event bits, in order; the count, or
+/// -1 with errno.
+int locationd_epoll_wait(int epfd, uint64_t *tags, uint32_t *events, int capacity, int timeout);
+/// eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK).
+int locationd_eventfd(void);
 
 /// posix_openpt(O_RDWR|O_NOCTTY|O_CLOEXEC) + grantpt + unlockpt + ptsname_r: the master fd, the slave
 /// path in `name`. -1 with errno on failure.

@@ -1,11 +1,10 @@
 import CPosixShims
-import Dispatch
 import LocationCore
 import LocationPolicy
 import LocationPosix
 import LocationWire
 
-/// One client connection on the native front (or the gpsd front, `gpsd`): its socket and the sources watching it, the framing of
+/// One client connection on the native front (or the gpsd front, `gpsd`): its socket, the framing of
 /// what it sends, its output, and its accounting against floods and stuck readers. The policy's view of
 /// the same client is its `Subscriber` in the `Publisher`, under the same id.
 struct Connection {
@@ -19,22 +18,12 @@ struct Connection {
     var peerRead = 0
     /// When (`ContinuousClock.Instant.sinceOrigin`: fixed layout, for the fan-out's sake).
     var lastReadProgress: Duration
-    /// The source watching the socket for input.
-    var readSource: (any DispatchSourceRead)? {
-        get { handles.readSource }
-        nonmutating set { handles.readSource = newValue }
-    }
-    /// The source watching the socket for room, while output waits.
-    var writeSource: (any DispatchSourceWrite)? {
-        get { handles.writeSource }
-        nonmutating set { handles.writeSource = newValue }
-    }
-    /// The identity and the sources, kept out of line: the connection table holds connections inline, at
-    /// its load factor, and these 168 bytes are rarely touched (a connection was 392 bytes; at 1000
-    /// clients the table and its growth were 1.2 MB of the heap's peak, heaptrack).
+    /// The identity, kept out of line: the connection table holds connections inline, at its load factor,
+    /// and it is rarely touched (a connection was 392 bytes; at 1000 clients the table and its growth were
+    /// 1.2 MB of the heap's peak, heaptrack).
     private let handles: Handles
-    /// Closes `fd` once the sources made for it are gone (`adopt` each one).
-    let closer: DescriptorCloser
+    /// The socket is watched for room to write (output waits), as well as for input.
+    var watchingWritable = false
     /// The dialect: nil for the locationd protocol, the gpsd conversation for a client of the gpsd front.
     var gpsd: GpsdSession? { didSet { speaksGpsd = gpsd != nil } }
     /// Whether `gpsd` is set: the fan-out's test, without touching the session.
@@ -44,7 +33,6 @@ struct Connection {
 
     init(fd: Int32, identity: ClientIdentity, front: Front = .native, now: ContinuousClock.Instant) {
         self.fd = fd
-        self.closer = DescriptorCloser(fd: fd)
         self.handles = Handles(identity: identity)
         switch front {
         case .native: gpsd = nil
@@ -79,23 +67,17 @@ struct Connection {
         return now.sinceOrigin - lastReadProgress >= timeout
     }
 
-    /// Stops watching the socket and closes it once every source has finished cancelling.
-    mutating func closeSocket() {
-        readSource?.cancel()
-        writeSource?.cancel()
-        readSource = nil
-        writeSource = nil
-        closer.close()
+    /// Stops watching the socket and closes it.
+    func closeSocket(_ poller: EventPoller?) {
+        poller?.remove(fd)
+        FileDescriptorOps.close(fd)
     }
 }
 
 extension Connection {
-    /// A connection's out-of-line parts. Sound as `@unchecked Sendable`: like the rest of a `Connection`, its
-    /// sources are read and replaced only by the server state's owner, under its lock.
-    final class Handles: @unchecked Sendable {
+    /// A connection's out-of-line part.
+    final class Handles: Sendable {
         let identity: ClientIdentity
-        var readSource: (any DispatchSourceRead)?
-        var writeSource: (any DispatchSourceWrite)?
 
         init(identity: ClientIdentity) { self.identity = identity }
     }
@@ -142,45 +124,3 @@ struct RequestMeter {
     }
 }
 
-/// Closes a descriptor when the last of its dispatch sources has finished cancelling.
-/// Sound as `@unchecked Sendable`: the sources' cancel handlers run on one serial queue, so `remaining`
-/// is never touched by two threads at once.
-/// Closes a client's descriptor once every dispatch source made for it has finished cancelling — not just
-/// the ones it has when it closes. A write source is cancelled whenever its output is all sent and made
-/// anew when more waits; closing the descriptor while such a cancellation was still pending let the kernel
-/// give its number to the next client, and libdispatch, unregistering the old source from a descriptor that
-/// now was another's, trapped ("Source finalized twice": the daemon crashed in Scripts/soak with 1000
-/// clients coming and going). libdispatch calls a cancel handler once the source is out of the kernel's
-/// event set, so the descriptor is closed from the last one.
-final class DescriptorCloser: Sendable {
-    let fd: Int32
-    /// Sources made and not yet cancelled to the end; whether `close()` was called; whether it is closed.
-    private let state = Locked((live: 0, closing: false, closed: false))
-
-    init(fd: Int32) {
-        self.fd = fd
-    }
-
-    /// Counts `source` until its cancel handler has run (this sets the handler).
-    func adopt(_ source: any DispatchSourceProtocol) {
-        state.withLock { $0.live += 1 }
-        source.setCancelHandler { [self] in
-            finish { $0.live -= 1 }
-        }
-    }
-
-    /// Closes the descriptor now, or once the sources still cancelling are done.
-    func close() {
-        finish { $0.closing = true }
-    }
-
-    private func finish(_ change: (inout (live: Int, closing: Bool, closed: Bool)) -> Void) {
-        let closeNow = state.withLock { s -> Bool in
-            change(&s)
-            guard s.closing, s.live == 0, !s.closed else { return false }
-            s.closed = true
-            return true
-        }
-        if closeNow { FileDescriptorOps.close(fd) }
-    }
-}

@@ -41,7 +41,8 @@ public protocol ReceiverStatusProvider: Sendable {
 /// identifies them from the kernel, frames their requests and writes what the state decides — and holds
 /// no policy of its own.
 ///
-/// Concurrency: one `Locked<ServerState>` owns everything that changes. Socket events and timers arrive
+/// Concurrency: one `Locked<ServerState>` owns everything that changes. The clients' sockets are watched in
+/// one epoll set whose thread hands over their events (`EventPoller`); listening sockets and timers arrive
 /// on one serial queue, identity look-ups run on another (they read /proc and the user database), a fix
 /// arrives on the receiver's thread; each takes the lock once and runs its turn to the end — one hop from
 /// a receiver to the clients. Slow work (the grant store's fsync, the audit file) runs on the
@@ -99,7 +100,16 @@ public final class NativeFront: Sendable {
 
     /// Starts accepting clients.
     public func start() {
+        // The clients' sockets, in one epoll set (EventPoller: a dispatch source per client crashed in
+        // libdispatch under churn). Without it the daemon cannot serve: it stops, and systemd says why.
+        let poller: EventPoller
+        do {
+            poller = try EventPoller { [weak self] events in self?.socketsReady(events) }
+        } catch {
+            fatalError("cannot watch client sockets (epoll): \(error)")
+        }
         state.withLock { s in
+            s.poller = poller
             let source = DispatchSource.makeReadSource(fileDescriptor: listener.fileDescriptor, queue: queue)
             source.setEventHandler { [weak self] in self?.acceptAll(.unix) }
             s.accepting.source = source
@@ -181,7 +191,21 @@ public final class NativeFront: Sendable {
     /// Stops accepting, tells every client why, closes them, and flushes the audit file.
     public func stop(reason: String) {
         withState { $0.stop(reason: reason) }
+        state.withLock { $0.poller?.stop() }
         store.sync()
+    }
+
+    /// Client sockets are ready (on the poller's thread): room to write first, then input, each batch in one
+    /// turn. A tag is a client id, never reused: an event of a client closed meanwhile finds no connection.
+    private func socketsReady(_ events: [EventPoller.Event]) {
+        let now = Moment.now()
+        withState { s in
+            for event in events {
+                let id = Int(truncatingIfNeeded: event.tag)
+                if event.writable { s.writable(id) }
+                if event.readable { s.readable(id, at: now) }
+            }
+        }
     }
 
     // MARK: - Turns
@@ -200,23 +224,6 @@ public final class NativeFront: Sendable {
 
     private func perform(_ effect: Effect, _ s: inout ServerState) {
         switch effect {
-        case .watchReadable(let id):
-            guard let fd = s.connections[id]?.fd else { return }
-            let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
-            source.setEventHandler { [weak self] in
-                let now = Moment.now()
-                self?.withState { $0.readable(id, at: now) }
-            }
-            s.connections[id]?.readSource = source
-            s.connections[id]?.closer.adopt(source)
-            source.resume()
-        case .watchWritable(let id):
-            guard let fd = s.connections[id]?.fd, s.connections[id]?.writeSource == nil else { return }
-            let source = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
-            source.setEventHandler { [weak self] in self?.withState { $0.writable(id) } }
-            s.connections[id]?.writeSource = source
-            s.connections[id]?.closer.adopt(source)
-            source.resume()
         case let .schedule(event, delay):
             queue.asyncAfter(deadline: .now() + .nanoseconds(Int(delay / .nanoseconds(1)))) { [weak self] in
                 self?.post(event)

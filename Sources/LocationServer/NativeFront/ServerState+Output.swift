@@ -23,7 +23,12 @@ extension ServerState {
         case .done:
             break
         case .watchWritable:
-            effects.append(.watchWritable(id))
+            connections.values[index].watchingWritable = true
+            do {
+                try poller?.watchWritable(connections.values[index].fd, tag: UInt64(id), true)
+            } catch {
+                close(id, why: "cannot watch the socket: \(error)")
+            }
         case .close(let why):
             close(id, why: why)
         }
@@ -44,7 +49,7 @@ extension ServerState {
         do {
             guard try connection.output.send(bytes, isLocation: isLocation, tag: tag, on: connection.fd) else { return .done }
             if connection.output.byteCount > limits.maxQueuedBytes { return .close("more than \(limits.maxQueuedBytes) bytes queued") }
-            return connection.writeSource == nil ? .watchWritable : .done
+            return connection.watchingWritable ? .done : .watchWritable
         } catch {
             return .close("write failed: \(error)")
         }
@@ -55,8 +60,9 @@ extension ServerState {
         guard let index = connections.index(forKey: id) else { return }
         do {
             guard try !connections.values[index].output.flush(connections.values[index].fd) else { return }
-            connections.values[index].writeSource?.cancel()
-            connections.values[index].writeSource = nil
+            guard connections.values[index].watchingWritable else { return }
+            connections.values[index].watchingWritable = false
+            try poller?.watchWritable(connections.values[index].fd, tag: UInt64(id), false)
         } catch {
             close(id, why: "write failed: \(error)")
         }

@@ -14,12 +14,9 @@ struct ServerContext: Sendable {
 }
 
 /// Something the state asks the front to do once the current turn is over: the front owns the dispatch
-/// queue, the sources and the timers, and the state stays a value that never calls back into it.
+/// queue and the timers, and the state stays a value that never calls back into it. (Client sockets are
+/// watched in `poller` directly: registering and unregistering must be done before the turn ends.)
 enum Effect: Sendable {
-    /// Watch client `id`'s socket for requests.
-    case watchReadable(Int)
-    /// Watch client `id`'s socket for room to write its queued output.
-    case watchWritable(Int)
     /// Hand `event` back to the state after `delay`.
     case schedule(ServerEvent, after: Duration)
     /// Write the grants as they are now; then `grantsSaved`, handing back `extra` for the reply.
@@ -58,6 +55,8 @@ struct ServerState {
     var connections: [Int: Connection] = [:]
     var broker = AgentBroker()
     var effects: [Effect] = []
+    /// The epoll set watching the clients' sockets (the front's, from `start`); nil in tests of the state alone.
+    var poller: EventPoller?
     private var nextID = 1
     private(set) var stopped = false
     /// The listening socket's source and its back-off.
@@ -96,7 +95,7 @@ struct ServerState {
         if let why = refusal(of: identity) {
             let refusal = front.refusal(why)
             if !refusal.isEmpty { _ = try? connection.output.send(refusal, isLocation: false, on: fd) }
-            connection.closeSocket()
+            connection.closeSocket(poller)
             context.log.client(.warning, "client refused", uid: identity.uid, connection.context(id, reason: why))
             return nil
         }
@@ -104,7 +103,12 @@ struct ServerState {
         connectionsPerUser[identity.uid, default: 0] += 1
         publisher.connect(id, identity: identity)
         context.log.client(.info, "client connected", uid: identity.uid, connection.context(id))
-        effects.append(.watchReadable(id))
+        do {
+            try poller?.add(fd, tag: UInt64(id))
+        } catch {
+            close(id, why: "cannot watch the socket: \(error)")
+            return nil
+        }
         armSweep()
         switch front {
         case .native:
@@ -172,7 +176,7 @@ struct ServerState {
 
     /// Closes a client: its POLLs, its one-time grant and its questions to agents end with it.
     mutating func close(_ id: Int, why: String) {
-        guard var connection = connections.removeValue(forKey: id) else { return }
+        guard let connection = connections.removeValue(forKey: id) else { return }
         let uid = connection.identity.uid
         connectionsPerUser[uid] = connectionsPerUser[uid].flatMap { $0 > 1 ? $0 - 1 : nil }
         for ask in broker.remove(id) {
@@ -184,7 +188,7 @@ struct ServerState {
         }
         publisher.disconnect(id)
         gpsdFront.blind.remove(id)
-        connection.closeSocket()
+        connection.closeSocket(poller)
         let coalesced = connection.output.coalesced
         context.log.client(.info, "client closed", uid: uid,
                            connection.context(id, reason: why + (coalesced > 0 ? " (\(coalesced) stale reports coalesced)" : "")))
