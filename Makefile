@@ -25,8 +25,9 @@ UDEVRULESDIR ?= $(LIBDIR)/udev/rules.d
 
 SWIFT ?= swift
 # The Swift standard library, runtime and libdispatch linked into the binaries, so that they run on a
-# machine without a Swift toolchain: `ldd` lists only Debian's libraries (libc, libgps, libinih,
-# libsystemd, libstdc++, libgcc_s), and no RUNPATH points into the build tree.
+# machine without a Swift toolchain: `ldd` lists only Debian's libraries (libc, libm, libinih, libsystemd
+# and what it loads, libgcc_s), and no RUNPATH points into the build tree. libgps and libmosquitto are
+# loaded with dlopen when configured.
 # Linked with -z now (full RELRO: the GOT read-only after start-up), and PIE (ASLR) as before.
 # Memory (issue 16, Benchmarks/README.md): linked by the toolchain's lld instead of gold, for two things
 # gold cannot do. -z pack-relative-relocs (RELR; glibc >= 2.36, which dpkg-shlibdeps then requires):
@@ -41,6 +42,13 @@ SWIFTFLAGS ?= --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker n
 	-Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs \
 	-Xswiftc -Xfrontend -Xswiftc -function-sections \
 	-Xlinker --symbol-ordering-file=$(CURDIR)/Scripts/locationd.order -Xlinker --no-warn-symbol-ordering
+# libstdc++ (the Swift runtime's C++ half needs a little of it) linked statically too: the toolchain's
+# static-stdlib-args.lnk asks for -lstdc++, which the directory below answers with a linker script naming
+# libstdc++.a, so the daemon does not load libstdc++.so (1.0 MiB resident, of which it used a few
+# functions) — it is loaded only with libgps, when a gpsd receiver is configured (Sources/CLibgps).
+STATIC_CXX_DIR := $(CURDIR)/.build/static-libstdc++
+STATIC_CXX_ARCHIVE = $(shell clang -print-file-name=libstdc++.a)
+SWIFTFLAGS += -Xlinker -L$(STATIC_CXX_DIR)
 # Where the release binaries are (evaluated only when not given).
 BUILD_BIN ?= $(shell $(SWIFT) build -c release $(SWIFTFLAGS) --show-bin-path)
 
@@ -55,10 +63,15 @@ INSTALL_DATA ?= $(INSTALL) -m 0644
 all: build
 
 # SwiftPM does not know the order file: a binary older than it is removed, so that it is linked again.
-build:
+build: $(STATIC_CXX_DIR)/libstdc++.so
 	@bin=$$($(SWIFT) build -c release $(SWIFTFLAGS) --show-bin-path); \
 	if [ -e "$$bin/locationd" ] && [ Scripts/locationd.order -nt "$$bin/locationd" ]; then rm -f "$$bin/locationd"; fi
 	$(SWIFT) build -c release $(SWIFTFLAGS)
+
+$(STATIC_CXX_DIR)/libstdc++.so:
+	@case "$(STATIC_CXX_ARCHIVE)" in /*) ;; *) echo "libstdc++.a not found (Debian: libstdc++-12-dev)" >&2; exit 1;; esac
+	mkdir -p $(STATIC_CXX_DIR)
+	echo 'INPUT($(STATIC_CXX_ARCHIVE))' > $@
 
 install: build
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR) \

@@ -26,8 +26,9 @@ let package = Package(
         .target(name: "LocationWire", dependencies: ["LocationCore"]),
         // C shims for calls Swift cannot import (variadic ioctl, struct ucred).
         .target(name: "CPosixShims"),
-        // libgps (gpsd's client library), for the gpsd receiver.
-        .systemLibrary(name: "CLibgps", pkgConfig: "libgps", providers: [.apt(["libgps-dev"])]),
+        // libgps (Debian: libgps28; gps.h from libgps-dev), gpsd's client library, loaded with dlopen when a gpsd
+        // receiver is configured (Sources/CLibgps/loader.c).
+        .target(name: "CLibgps"),
         // Typed wrappers over POSIX: errno, file descriptors, termios serial ports, pseudo-terminals.
         .target(name: "LocationPosix", dependencies: ["CPosixShims"]),
         // Receivers: serial NMEA, gpsd through libgps, capture replay; failover between them.

@@ -161,6 +161,13 @@ public struct DaemonConfiguration: Sendable {
                     throw ConfigFileError(file: entry?.file ?? first.file, line: error.line ?? entry?.line ?? first.line,
                                           key: error.key, message: error.message)
                 }
+                // libgps is loaded only now that a gpsd receiver needs it (a daemon without one maps neither it nor
+                // the libstdc++ it brings).
+                if case .gpsd = receivers.last?.source, let failure = GpsdReceiver.loadLibrary() {
+                    let entry = values["type"]
+                    throw ConfigFileError(file: entry?.file ?? first.file, line: entry?.line ?? first.line, key: "type",
+                                          message: "a gpsd receiver needs libgps (Debian: libgps28): \(failure)")
+                }
             } else if section == "policy" {
                 for e in sorted {
                     guard Self.policyKeys.contains(e.key) else { throw fail(e, "unknown key in [policy]") }

@@ -59,6 +59,13 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
     private var readErrors = 0
 
     /// - Parameter configuration: a `.gpsd` receiver.
+    /// Loads libgps (`libgps.so.28`, Debian's libgps28), which the daemon maps only when a gpsd receiver is
+    /// configured; once for the process.
+    /// - Returns: nil when it is loaded, else why it cannot be (the dynamic loader's message).
+    public static func loadLibrary() -> String? {
+        locationd_libgps_load().map { String(cString: $0) }
+    }
+
     public init(_ configuration: ReceiverConfiguration) {
         guard case let .gpsd(host, port, device) = configuration.source else {
             preconditionFailure("GpsdReceiver needs a gpsd configuration")

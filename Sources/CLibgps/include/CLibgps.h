@@ -1,5 +1,8 @@
 // The libgps API (gps.h) for Swift, plus the few helpers Swift cannot import as they stand.
 // Written against gpsd 3.22 (GPSD_API_MAJOR_VERSION 11, Debian 12's libgps-dev).
+//
+// libgps is loaded when a gpsd receiver is configured (loader.c), not linked: a daemon reading a serial
+// port or a replay maps neither it nor what it brings (libstdc++ 1.0 MiB resident, libdbus).
 #ifndef CLIBGPS_H
 #define CLIBGPS_H
 
@@ -18,6 +21,19 @@
 #if GPSD_API_MAJOR_VERSION < 9
 #error "locationd needs libgps API 9 or later (gpsd >= 3.19: timespec fix times, altHAE/altMSL)"
 #endif
+
+/// The library's file name: its soname for the API version of the gps.h compiled against. gps_data_t's
+/// layout is fixed by that version, so no other soname may be loaded in its place.
+#if GPSD_API_MAJOR_VERSION == 11
+#define LOCATIOND_LIBGPS_LIBRARY "libgps.so.28"
+#else
+#error "the libgps soname for this GPSD_API_MAJOR_VERSION is not known: add it here (objdump -p libgps.so | grep SONAME)"
+#endif
+
+/// Loads libgps and resolves the functions the gpsd receiver calls, once (thread-safe; later calls return
+/// the first outcome). Returns NULL when loaded, else why not (dlerror(3)'s text, kept for the process).
+/// The `gps_*` functions below load it themselves on first use; a caller that wants the reason calls this.
+const char *locationd_libgps_load(void);
 
 // Swift imports gps.h's constants (WATCH_*, *_SET, MODE_*) as they are; only calls need helpers here.
 
