@@ -75,4 +75,42 @@ struct FrontFloodTests {
         #expect(closed, "the flooding NMEA-socket client was never closed (\(sent) bytes sent in 8 s)")
         #expect(sent < 8 << 20, "\(sent) bytes went before the close")
     }
+
+    /// Eight connections of one user each sending 640 KiB a second — under the per-connection bound of
+    /// 1 MiB — for up to 8 s, together 5 MiB a second; prints how many of them the daemon closed and how
+    /// many bytes went in all.
+    static let userFlood = """
+    import socket, sys, time
+    socks = []
+    for _ in range(8):
+        s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.setblocking(False); socks.append(s)
+    chunk = b"\\r\\n" * 6554
+    live, sent, start = set(range(8)), 0, time.monotonic()
+    while live and time.monotonic() - start < 8:
+        for i in list(live):
+            try:
+                sent += socks[i].send(chunk)
+                if socks[i].recv(1, socket.MSG_PEEK) == b"":
+                    live.discard(i)
+            except BlockingIOError:
+                pass
+            except (BrokenPipeError, ConnectionResetError):
+                live.discard(i)
+        time.sleep(0.02)
+    print(f"closed {8 - len(live)} sent {sent}")
+    """
+
+    @Test("eight NMEA-socket connections of one user, each under the per-connection bound, together over the user's 4 MiB a second: closed")
+    func userTotal() throws {
+        let directory = try NMEASocketTests.openDirectory()
+        defer { _ = try? FileManager.default.removeItem(atPath: directory) }
+        let socket = directory + "/nmea.sock"
+        let daemon = try NMEASocketTests.daemon(socket: socket, policy: "access = deny", clients: "")
+        defer { daemon.stop() }
+        let out = try GpsdFrontEndToEndTests.run(["/usr/bin/python3", "-c", Self.userFlood, socket])
+        let words = out.split(separator: " ")
+        let closed = try #require(words.firstIndex(of: "closed").flatMap { Int(words[$0 + 1]) }, "\(out)")
+        #expect(closed >= 1, "no connection of the flooding user was closed: \(out)")
+        #expect(daemon.log.contains("this user's connections together sent more than"), "\(daemon.log.suffix(2000))")
+    }
 }

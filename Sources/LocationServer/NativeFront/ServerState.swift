@@ -66,6 +66,8 @@ struct ServerState {
     /// Connections per user, for `maxClientsPerUser`.
     private var connectionsPerUser: [UInt32: Int] = [:]
     private var sweeping = false
+    /// What each user's connections together have sent this second (`UserReadBudget`).
+    private var userReads = UserReadBudget()
     private var readBuffer = [UInt8](repeating: 0, count: 65536)
     /// The fan-out's deliveries, kept to reuse their storage.
     private var deliveries: [Delivery] = []
@@ -257,6 +259,10 @@ struct ServerState {
             let floodBytes = 64 * ProtocolVersion.maximumRequestLength
             if let bytes = connections[id]?.meter.bytes, bytes > floodBytes {
                 refuse(id, "flooding: more than \(floodBytes) bytes in a second")
+                return
+            }
+            guard userReads.spend(n, uid: identity.uid, now: now.monotonic.sinceOrigin) else {
+                refuse(id, "flooding: this user's connections together sent more than \(UserReadBudget.bytesPerSecond) bytes in a second")
                 return
             }
             if connections[id]?.gpsd != nil {
