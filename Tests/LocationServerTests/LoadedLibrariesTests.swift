@@ -1,33 +1,18 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import TestSupport
 import Testing
 
 /// Libraries a receiver needs are mapped only when one is configured (issue 16: memory).
 @Suite("Libraries loaded only for the receivers configured")
 struct LoadedLibrariesTests {
-    /// The file names of the shared objects mapped by `pid` (/proc/PID/maps).
-    static func mappedLibraries(_ pid: pid_t) -> Set<String> {
-        // Read to the end: a /proc file says it has 0 bytes.
-        var bytes: [UInt8] = []
-        let fd = open("/proc/\(pid)/maps", O_RDONLY)
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while fd >= 0 {
-            let n = read(fd, &chunk, chunk.count)
-            if n <= 0 { break }
-            bytes += chunk[..<n]
-        }
-        if fd >= 0 { close(fd) }
-        return Set(String(decoding: bytes, as: UTF8.self).split(separator: "\n")
-            .compactMap { $0.split(separator: "/").last.map(String.init) }.filter { $0.contains(".so") })
-    }
-
     /// libgps (gpsd 3.22) needs libstdc++ and libdbus: 1.2 MiB resident in the static daemon that read a
     /// serial port or a replay and never called it.
     @Test("libgps is mapped by a daemon with a gpsd receiver, not by one with a replay receiver")
     func libgpsOnlyForGpsd() throws {
         let replay = try DaemonProcess(config: PolicyEndToEndTests.config(policy: "access = deny", clients: "", rate: "10"))
-        let without = Self.mappedLibraries(replay.pid)
+        let without = mappedLibraries(replay.pid)
         replay.stop()
         #expect(without.contains { $0.hasPrefix("libc.so") }, "\(without)")
         #expect(!without.contains { $0.hasPrefix("libgps") || $0.hasPrefix("libdbus") }, "\(without)")
@@ -35,7 +20,7 @@ struct LoadedLibrariesTests {
         // Port 9 (discard) on loopback: nothing listens, the receiver retries; the library is loaded when
         // the configuration is read.
         let gpsd = try DaemonProcess(config: "[receiver g]\ntype = gpsd\nserver = 127.0.0.1:9\n")
-        let with = Self.mappedLibraries(gpsd.pid)
+        let with = mappedLibraries(gpsd.pid)
         gpsd.stop()
         #expect(with.contains { $0.hasPrefix("libgps.so.28") }, "\(with)")
     }

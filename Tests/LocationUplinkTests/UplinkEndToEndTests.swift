@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import FoundationEssentials
+import TestSupport
 import Testing
 
 /// Issue 17: the real daemon replays a capture and publishes to a real mosquitto (password auth) on a
@@ -49,22 +50,6 @@ struct UplinkEndToEndTests {
         return run.output
     }
 
-    /// The shared objects process `pid` maps (`/proc/PID/maps`), by file name.
-    static func mappedLibraries(_ pid: pid_t) -> Set<String> {
-        // Read to the end (a /proc file says it has 0 bytes).
-        var bytes: [UInt8] = []
-        let fd = open("/proc/\(pid)/maps", O_RDONLY)
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while fd >= 0 {
-            let n = read(fd, &chunk, chunk.count)
-            if n <= 0 { break }
-            bytes += chunk[..<n]
-        }
-        if fd >= 0 { close(fd) }
-        let maps = String(decoding: bytes, as: UTF8.self)
-        return Set(maps.split(separator: "\n").compactMap { $0.split(separator: "/").last.map(String.init) }.filter { $0.contains(".so") })
-    }
-
     @Test("libmosquitto and OpenSSL are loaded only for an uplink: a daemon without one maps neither (issue 16: 1.7 MiB resident)")
     func libraryOnlyWithUplink() throws {
         let scratch = try Scratch()
@@ -79,7 +64,7 @@ struct UplinkEndToEndTests {
         let plain = try Spawned([UplinkDaemon.binary("locationd"), "--config", scratch.path + "/locationd.conf"],
                                 output: scratch.path + "/plain.log")
         #expect(eventually(10) { FileManager.default.fileExists(atPath: scratch.path + "/locationd.sock") }, "\(plain.output)")
-        let without = Self.mappedLibraries(plain.pid)
+        let without = mappedLibraries(plain.pid)
         plain.stop(SIGTERM)
         #expect(without.contains { $0.hasPrefix("libc.so") }, "\(without)")
         #expect(!without.contains { $0.hasPrefix("libmosquitto") || $0.hasPrefix("libssl") || $0.hasPrefix("libcrypto") }, "\(without)")
@@ -87,7 +72,7 @@ struct UplinkEndToEndTests {
         let (broker, reports, _, daemon) = try Self.setUp(accuracy: "full")
         _ = broker
         #expect(eventually(25) { !locations(reports.output).isEmpty }, "\(daemon.log)")
-        let with = Self.mappedLibraries(daemon.process?.pid ?? 0)
+        let with = mappedLibraries(daemon.process?.pid ?? 0)
         #expect(with.contains { $0.hasPrefix("libmosquitto.so") } && with.contains { $0.hasPrefix("libssl") }, "\(with)")
     }
 
