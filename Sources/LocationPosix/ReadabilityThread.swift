@@ -76,9 +76,8 @@ public final class ReadabilityThread: @unchecked Sendable {
     }
 
     private func run(deadline start: ContinuousClock.Instant?) {
-        // Signals are the daemon's dispatch sources' to take (signalfd on libdispatch's thread, with the
-        // disposition set to ignore): a thread that left them unblocked could be picked to receive a
-        // SIGTERM and drop it.
+        // Signals are left to the daemon's other threads (SignalPipe's handler runs on whichever the kernel
+        // picks): this thread's reads and polls are then never interrupted by one.
         var all = sigset_t()
         sigfillset(&all)
         pthread_sigmask(SIG_BLOCK, &all, nil)
