@@ -83,8 +83,10 @@ final class DaemonProcess {
     /// Under ThreadSanitizer a SIGTERM can be lost: libdispatch's handler, on the thread the kernel picked,
     /// hands the signal on to its manager thread (`pthread_kill`) for the signal source's `signalfd`, and
     /// TSan, which defers signals to a point where its handler may run, once dropped it (the daemon stayed
-    /// in `sigsuspend` until a second SIGTERM stopped it). There the signal is sent again every 2 s. In any
-    /// other build one signal must do: after 20 s that is an issue, and the daemon is killed.
+    /// in `sigsuspend` until a second SIGTERM stopped it). That was libdispatch's signal source, which the
+    /// daemon no longer uses (SignalPipe); the signal is still sent again every 2 s under TSan until a run
+    /// shows it is not needed. In any other build one signal must do: after 20 s that is an issue, and the
+    /// daemon is killed.
     @discardableResult
     func stop(signal sig: Int32 = SIGTERM) -> Int32 {
         guard pid > 0 else { return -1 }
