@@ -31,6 +31,17 @@ public enum PeerProcess {
         return events == 0
     }
 
+    /// Whether the other end of the connected Unix stream socket `socket` has closed it (both directions
+    /// shut, poll(2) POLLHUP) and left nothing unread: nobody is there to serve, and nothing it sent can
+    /// still be read (recv(2) with MSG_PEEK returns end of stream). A peer that only shut its writing
+    /// side, or whose last request is still queued, is not gone.
+    public static func hasLeft(_ socket: Int32) -> Bool {
+        guard case .success(let events) = FileDescriptorOps.poll(socket, events: Int16(POLLIN), timeoutMilliseconds: 0),
+              events & Int16(POLLHUP) != 0 else { return false }
+        var byte: UInt8 = 0
+        return recv(socket, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) == 0
+    }
+
     /// The inode of the socket at the other end of the connected Unix socket `socket` (sock_diag with
     /// UDIAG_SHOW_PEER); nil when the kernel does not say.
     public static func unixPeerInode(of socket: Int32) -> UInt64? {

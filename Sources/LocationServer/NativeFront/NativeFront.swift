@@ -15,6 +15,9 @@ public struct ServerLimits: Sendable {
     public var clientTimeout: Duration = .seconds(30)
     /// Bad requests tolerated per connection; one more and it is closed.
     public var maxBadRequests = 100
+    /// New connections one user may open a second, on all fronts together, after a burst of
+    /// `clientsPerUser` (`UserConnectionRate`); root is not limited.
+    public var newConnectionsPerSecondPerUser = 16
     /// Requests per second beyond which a client is flooding.
     public var maxRequestsPerSecond = 1000
     /// Bytes queued for one client beyond which it is closed (location reports are coalesced first,
@@ -291,15 +294,21 @@ public final class NativeFront: Sendable {
     }
 
     /// Queues the identification of connection `fd` of `uid` in its user's turn (`PendingIdentifications`),
-    /// or refuses the connection when its user has too many waiting.
+    /// or refuses the connection when its user opens connections too fast (`UserConnectionRate`) or has
+    /// too many waiting.
     private func waitForIdentity(_ fd: Int32, uid: UInt32?, listener: ServerState.Listener, front: Front,
                                  _ work: @escaping PendingIdentifications.Work) {
-        var waits = false
+        var refusal: String?
+        let now = ContinuousClock.now.sinceOrigin
         withState { s in
             s.acceptSucceeded(listener)
-            waits = s.pending.enqueue(uid, work)
+            if !s.connectionRate.admit(uid, now: now) {
+                refusal = "too many new connections of this user (\(s.limits.newConnectionsPerSecondPerUser) a second); try again later"
+            } else if !s.pending.enqueue(uid, work) {
+                refusal = "too many connections of this user waiting to be identified; try again"
+            }
         }
-        guard waits else { return refuseUnidentified(fd, uid: uid, front: front) }
+        if let refusal { return refuseUnidentified(fd, uid: uid, front: front, why: refusal) }
         // One run per queued connection; each runs whichever connection's turn it is then.
         identityQueue.async { [weak self] in
             var next: PendingIdentifications.Work?
@@ -327,11 +336,10 @@ public final class NativeFront: Sendable {
         }
     }
 
-    /// A connection beyond `PendingIdentifications`' bounds: told why (the native protocol's ERROR, gpsd's
-    /// ERROR; an NMEA reader nothing) and closed at once, so that it holds no descriptor and no place on the
-    /// identity queue.
-    private func refuseUnidentified(_ fd: Int32, uid: UInt32?, front: Front) {
-        let why = "too many connections of this user waiting to be identified; try again"
+    /// A connection past its user's connection rate or `PendingIdentifications`' bounds: told `why` (the
+    /// native protocol's ERROR, gpsd's ERROR; an NMEA reader nothing) and closed at once, so that it holds
+    /// no descriptor and no place on the identity queue.
+    private func refuseUnidentified(_ fd: Int32, uid: UInt32?, front: Front, why: String) {
         let refusal = front.refusal(why)
         if !refusal.isEmpty { _ = refusal.withUnsafeBytes { sendNoSignal(fd, $0) } }
         FileDescriptorOps.close(fd)
@@ -341,6 +349,12 @@ public final class NativeFront: Sendable {
     /// Reads a new client's identity from the kernel (off the fan-out queue), then admits it.
     /// - Parameter front: `.native` or `.nmea` (both Unix sockets).
     private func identify(_ fd: Int32, front: Front) {
+        // A client that connected and closed while it waited for its turn is not worth a look through
+        // /proc (connect-and-close churn: each identification lists the user's processes).
+        if PeerProcess.hasLeft(fd) {
+            FileDescriptorOps.close(fd)
+            return
+        }
         _ = PeerProcess.passCredentials(fd)
         let identity: ClientIdentity
         do {

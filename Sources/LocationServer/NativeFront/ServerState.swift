@@ -66,6 +66,8 @@ struct ServerState {
     /// Connections per user, for `maxClientsPerUser`.
     private var connectionsPerUser: [UInt32: Int] = [:]
     private var sweeping = false
+    /// How fast each user opens connections (`UserConnectionRate`; `NativeFront.waitForIdentity`).
+    var connectionRate: UserConnectionRate
     /// What each user's connections together have sent this second (`UserReadBudget`; ServerState+Input).
     var userReads = UserReadBudget()
     /// Where a client's bytes are read into (ServerState+Input).
@@ -81,6 +83,7 @@ struct ServerState {
         self.context = context
         self.publisher = publisher
         pending = PendingIdentifications(perUser: context.limits.clientsPerUser, total: context.limits.maxClients)
+        connectionRate = UserConnectionRate(perSecond: context.limits.newConnectionsPerSecondPerUser, burst: context.limits.clientsPerUser)
     }
 
     var limits: ServerLimits { context.limits }
