@@ -144,8 +144,7 @@ public final class NativeFront: Sendable {
     private func loginsChanged() {
         let uids = state.withLock { s in Set(s.publisher.subscribers.ids.compactMap { s.publisher.subscribers[$0]?.identity.uid }) }
         let states = uids.sorted().map { (uid: $0, inUse: LoginSessions.isInUse($0)) }
-        let now = Moment.now()
-        withState { $0.noteUsers(states, at: now) }
+        withState { s, now in s.noteUsers(states, at: now) }
     }
 
     /// Number of connected clients.
@@ -155,8 +154,7 @@ public final class NativeFront: Sendable {
     /// between the receiver that decoded the fix and the fan-out. Waits only for the server's own turns,
     /// which never block (sockets are non-blocking, files are written elsewhere).
     public func publish(_ fix: Fix) {
-        let now = Moment.now()
-        withState { $0.publish(fix, at: now) }
+        withState { s, now in s.publish(fix, at: now) }
     }
 
     /// Subscribes an uplink (a fleet broker): from the next fix on, `sink` gets what it may see.
@@ -175,8 +173,7 @@ public final class NativeFront: Sendable {
     /// The sharing switch's group (`share-group`) and state file; the state kept there is put in force.
     public func configureSharing(group: String?, stateFile: String) {
         let kept = readSharingFile(stateFile)
-        let now = Moment.now()
-        withState { s in
+        withState { s, now in
             s.publisher.uplinks.settings = SharingSettings(group: group, path: stateFile)
             s.publisher.uplinks.sharing = kept
             s.armPauseEnd(at: now.wall)
@@ -187,8 +184,7 @@ public final class NativeFront: Sendable {
     public func applyPolicyRules(_ rules: PolicyRules) {
         let gridChanged = state.withLock { $0.publisher.fudger.gridMeters != rules.defaults.reducedGrid }
         let fudger = gridChanged ? store.fudger(gridMeters: rules.defaults.reducedGrid) : nil
-        let now = Moment.now()
-        withState { s in s.deliver(s.publisher.replaceRules(rules, fudger: fudger, at: now), at: now.wall) }
+        withState { s, now in s.deliver(s.publisher.replaceRules(rules, fudger: fudger, at: now), at: now.wall) }
     }
 
     /// Stops accepting, tells every client why, closes them, and flushes the audit file.
@@ -201,8 +197,7 @@ public final class NativeFront: Sendable {
     /// Client sockets are ready (on the poller's thread): room to write first, then input, each batch in one
     /// turn. A tag is a client id, never reused: an event of a client closed meanwhile finds no connection.
     private func socketsReady(_ events: [EventPoller.Event]) {
-        let now = Moment.now()
-        withState { s in
+        withState { s, now in
             for event in events {
                 let id = Int(truncatingIfNeeded: event.tag)
                 if event.writable { s.writable(id) }
@@ -215,8 +210,16 @@ public final class NativeFront: Sendable {
 
     /// Runs one turn under the lock, then carries out what the state asked of the front.
     private func withState(_ body: (inout ServerState) -> Void) {
+        withState { s, _ in body(&s) }
+    }
+
+    /// Runs one turn under the lock with the time it began, then carries out what the state asked of the
+    /// front. The time is read once the lock is held, so that turns' times never go back: read before, a
+    /// fix's time could come before that of a WATCH that took the lock first, and the fix failed the new
+    /// watcher's interval filter (`DeliveryFilter`) — one fix in about 10^6 skipped in the soak.
+    private func withState(_ body: (inout ServerState, Moment) -> Void) {
         state.withLock { s in
-            body(&s)
+            body(&s, Moment.now())
             while !s.effects.isEmpty {
                 let effects = s.effects
                 s.effects.removeAll()
@@ -245,8 +248,7 @@ public final class NativeFront: Sendable {
     }
 
     private func post(_ event: ServerEvent) {
-        let now = Moment.now()
-        withState { $0.handle(event, at: now) }
+        withState { s, now in s.handle(event, at: now) }
     }
 
     // MARK: - Accepting
@@ -266,8 +268,7 @@ public final class NativeFront: Sendable {
             case .failure(let e):
                 // Out of descriptors or memory: the pending connection stays in the backlog, and the
                 // listening socket stays readable — back off instead of spinning on it.
-                let now = Moment.now()
-                withState { $0.acceptFailed(e, at: now.monotonic, listener: which) }
+                withState { s, now in s.acceptFailed(e, at: now.monotonic, listener: which) }
                 return
             }
         }
@@ -286,8 +287,7 @@ public final class NativeFront: Sendable {
             case .failure(.wouldBlock):
                 return
             case .failure(let e):
-                let now = Moment.now()
-                withState { $0.acceptFailed(e, at: now.monotonic, listener: .gpsd(index)) }
+                withState { s, now in s.acceptFailed(e, at: now.monotonic, listener: .gpsd(index)) }
                 return
             }
         }
@@ -299,10 +299,9 @@ public final class NativeFront: Sendable {
     private func waitForIdentity(_ fd: Int32, uid: UInt32?, listener: ServerState.Listener, front: Front,
                                  _ work: @escaping PendingIdentifications.Work) {
         var refusal: String?
-        let now = ContinuousClock.now.sinceOrigin
-        withState { s in
+        withState { s, now in
             s.acceptSucceeded(listener)
-            if !s.connectionRate.admit(uid, now: now) {
+            if !s.connectionRate.admit(uid, now: now.sinceOrigin) {
                 refusal = "too many new connections of this user (\(s.limits.newConnectionsPerSecondPerUser) a second); try again later"
             } else if !s.pending.enqueue(uid, work) {
                 refusal = "too many connections of this user waiting to be identified; try again"
@@ -329,10 +328,9 @@ public final class NativeFront: Sendable {
             return
         }
         let inUse = LoginSessions.isInUse(identity.uid)
-        let now = Moment.now()
-        withState {
-            $0.noteUsers([(uid: identity.uid, inUse: inUse)], at: now)
-            _ = $0.admit(fd, identity: identity, front: .gpsd, at: now)
+        withState { s, now in
+            s.noteUsers([(uid: identity.uid, inUse: inUse)], at: now)
+            _ = s.admit(fd, identity: identity, front: .gpsd, at: now)
         }
     }
 
@@ -376,10 +374,9 @@ public final class NativeFront: Sendable {
         }
         // Whether its user is at the machine, asked here, off the fan-out queue (When In Use).
         let inUse = LoginSessions.isInUse(identity.uid)
-        let now = Moment.now()
-        withState {
-            $0.noteUsers([(uid: identity.uid, inUse: inUse)], at: now)
-            _ = $0.admit(fd, identity: identity, front: front, at: now)
+        withState { s, now in
+            s.noteUsers([(uid: identity.uid, inUse: inUse)], at: now)
+            _ = s.admit(fd, identity: identity, front: front, at: now)
         }
     }
 }

@@ -87,7 +87,8 @@ struct DeliveryFilter: Sendable {
     /// Whether a report at `position` passes now; if it does, it counts as delivered.
     /// - Parameter now: `ContinuousClock.Instant.sinceOrigin` (a `Moment`'s).
     mutating func admit(_ position: Position?, now: Duration) -> Bool {
-        if let lastAt, now - lastAt < minInterval { return false }
+        // No interval asked, no report held back: not even one whose time reads earlier than the last.
+        if minInterval > .zero, let lastAt, now - lastAt < minInterval { return false }
         if distanceFilter > 0 {
             if let last = lastPosition, let position,
                Geodesy.distance(latitude1: last.latitude, longitude1: last.longitude,
