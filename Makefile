@@ -42,6 +42,13 @@ SWIFTFLAGS ?= --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker n
 	-Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs \
 	-Xswiftc -Xfrontend -Xswiftc -function-sections \
 	-Xlinker --symbol-ordering-file=$(CURDIR)/Scripts/locationd.order -Xlinker --no-warn-symbol-ordering
+# --no-export-dynamic: the Swift driver links executables with --export-dynamic, which put ~4,900 of our
+# and the standard library's symbols in the dynamic symbol table (~0.4 MiB of .dynsym, .dynstr and hash
+# that the loader reads at every start, and that every library's symbol look-up searched first). Nothing
+# looks a symbol up in the executable: the Swift runtime finds its metadata through its own sections, and
+# libgps (C++) then binds to its own libstdc++.so, not to the copy linked in here. 0.6 MiB less resident
+# at 1 client (Benchmarks/README.md, issue 16).
+SWIFTFLAGS += -Xlinker --no-export-dynamic
 # libstdc++ (the Swift runtime's C++ half needs a little of it) linked statically too: the toolchain's
 # static-stdlib-args.lnk asks for -lstdc++, which the directory below answers with a linker script naming
 # libstdc++.a, so the daemon does not load libstdc++.so (1.0 MiB resident, of which it used a few
