@@ -46,7 +46,7 @@ SWIFTFLAGS ?= --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker n
 # and the standard library's symbols in the dynamic symbol table (~0.4 MiB of .dynsym, .dynstr and hash
 # that the loader reads at every start, and that every library's symbol look-up searched first). Nothing
 # looks a symbol up in the executable: the Swift runtime finds its metadata through its own sections, and
-# libgps (C++) then binds to its own libstdc++.so, not to the copy linked in here. 0.6 MiB less resident
+# libgps (C++) then binds to its own libstdc++.so, not to the copy linked in here. 0.4 MiB less resident
 # at 1 client (Benchmarks/README.md, issue 16).
 SWIFTFLAGS += -Xlinker --no-export-dynamic
 # libstdc++ (the Swift runtime's C++ half needs a little of it) linked statically too: the toolchain's
