@@ -25,9 +25,9 @@ UDEVRULESDIR ?= $(LIBDIR)/udev/rules.d
 
 SWIFT ?= swift
 # The Swift standard library, runtime and libdispatch linked into the binaries, so that they run on a
-# machine without a Swift toolchain: `ldd` lists only Debian's libraries (libc, libm, libinih, libsystemd
-# and what it loads, libgcc_s), and no RUNPATH points into the build tree. libgps and libmosquitto are
-# loaded with dlopen when configured.
+# machine without a Swift toolchain: `ldd` lists only Debian's libraries (libc, libm, libinih, libgcc_s),
+# and no RUNPATH points into the build tree. libgps and libmosquitto are loaded with dlopen when
+# configured, libsystemd when the policy depends on users' login sessions (Sources/CSystemdLogin).
 # Linked with -z now (full RELRO: the GOT read-only after start-up), and PIE (ASLR) as before.
 # Memory (issue 16, Benchmarks/README.md): linked by the toolchain's lld instead of gold, for two things
 # gold cannot do. -z pack-relative-relocs (RELR; glibc >= 2.36, which dpkg-shlibdeps then requires):

@@ -37,10 +37,11 @@ let package = Package(
         .target(name: "LocationPolicy", dependencies: ["LocationCore", "LocationWire"]),
         // inih, Debian's libinih-dev: the config file parser.
         .systemLibrary(name: "CInih", providers: [.apt(["libinih-dev"])]),
-        // libsystemd's sd-daemon API: socket activation, readiness, watchdog.
-        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        // libsystemd's sd-login (Debian: libsystemd0; sd-login.h from libsystemd-dev): users' login sessions, for
+        // When In Use. Loaded with dlopen once the policy depends on them (loader.c), not linked.
+        .target(name: "CSystemdLogin"),
         // The daemon: config, socket server, publisher.
-        .target(name: "LocationServer", dependencies: ["LocationSources", "LocationWire", "LocationPosix", "LocationCore", "LocationPolicy", "CInih", "CPosixShims", "CSystemd"]),
+        .target(name: "LocationServer", dependencies: ["LocationSources", "LocationWire", "LocationPosix", "LocationCore", "LocationPolicy", "CInih", "CPosixShims", "CSystemdLogin"]),
         // libmosquitto (Debian: libmosquitto1; mosquitto.h from libmosquitto-dev), the MQTT client library of the
         // fleet uplink, loaded with dlopen when an uplink starts (loader.c), not linked: without an uplink the
         // daemon maps neither it nor OpenSSL.

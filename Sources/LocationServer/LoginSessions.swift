@@ -1,23 +1,25 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import CSystemd
+import CSystemdLogin
 import Dispatch
 
 /// Whether a user is at the machine, as systemd-logind tells it through libsystemd (sd-login(3)): "in
 /// use", for When In Use, means the user has an active session — one in the foreground of a seat.
+/// libsystemd is loaded on the first call (CSystemdLogin): the front asks only once its policy depends
+/// on login sessions (`PolicyState.dependsOnLoginSessions`).
 ///
 /// `state(of:)` is the one funnel to logind: tests put their session state there by substituting
-/// libsystemd's own `sd_uid_get_state` and `sd_login_monitor_*` (an `LD_PRELOAD` library), not anything
-/// of ours.
+/// libsystemd's own `sd_uid_get_state` and `sd_login_monitor_*` (an `LD_PRELOAD` library, which the
+/// loader resolves first, as for a linked library), not anything of ours.
 enum LoginSessions {
     /// The login state of `uid`, one of logind's words: `active` (logged in, with at least one session
     /// in the foreground), `online` (logged in, none in the foreground), `lingering`, `offline`,
     /// `closing` — or a word a newer logind adds. Nil when logind cannot tell (not running, the call
-    /// failed). The corresponding C call is `sd_uid_get_state`.
+    /// failed, libsystemd cannot be loaded). The corresponding C call is `sd_uid_get_state`.
     static func state(of uid: UInt32) -> String? {
         var raw: UnsafeMutablePointer<CChar>? = nil
-        guard sd_uid_get_state(uid_t(uid), &raw) >= 0, let raw else { return nil }
+        guard locationd_sd_uid_get_state(uid_t(uid), &raw) >= 0, let raw else { return nil }
         defer { free(raw) }
         return String(cString: raw)
     }
@@ -33,23 +35,23 @@ final class LoginMonitor: @unchecked Sendable {
     private let source: DispatchSourceRead
 
     /// Starts watching; `changed` runs on `queue` after each change. Nil when logind cannot be watched
-    /// (the call failed: no logind, no /run/systemd).
+    /// (the call failed: no logind, no /run/systemd, libsystemd cannot be loaded).
     init?(queue: DispatchQueue, changed: @escaping @Sendable () -> Void) {
         var made: OpaquePointer? = nil
-        guard sd_login_monitor_new("uid", &made) >= 0, let monitor = made else { return nil }
-        let fd = sd_login_monitor_get_fd(monitor)
+        guard locationd_sd_login_monitor_new("uid", &made) >= 0, let monitor = made else { return nil }
+        let fd = locationd_sd_login_monitor_get_fd(monitor)
         guard fd >= 0 else {
-            sd_login_monitor_unref(monitor)
+            locationd_sd_login_monitor_unref(monitor)
             return nil
         }
         let handle = UInt(bitPattern: monitor)
         source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
         source.setEventHandler {
             // Flushing re-arms the descriptor; the states are asked afresh by `changed`.
-            _ = OpaquePointer(bitPattern: handle).map { sd_login_monitor_flush($0) }
+            _ = OpaquePointer(bitPattern: handle).map { locationd_sd_login_monitor_flush($0) }
             changed()
         }
-        source.setCancelHandler { _ = OpaquePointer(bitPattern: handle).map { sd_login_monitor_unref($0) } }
+        source.setCancelHandler { _ = OpaquePointer(bitPattern: handle).map { locationd_sd_login_monitor_unref($0) } }
         source.resume()
     }
 

@@ -1,14 +1,13 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import CSystemd
 import Dispatch
 import LocationCore
 import LocationPosix
 
 /// Why the socket systemd passed cannot be used.
 public enum SocketActivationError: Error, Sendable, CustomStringConvertible {
-    /// `sd_listen_fds` failed (a malformed `LISTEN_FDS`/`LISTEN_PID`).
+    /// The passed descriptors could not be taken (a malformed `LISTEN_PID`, `LISTEN_FDS` or `LISTEN_FDNAMES`).
     case listenFDs(errno: Errno)
     /// Descriptors were passed, but none is a listening `AF_UNIX` `SOCK_STREAM` socket.
     case noUnixStreamSocket(count: Int)
@@ -40,8 +39,9 @@ public enum SocketActivation {
     /// Takes the listening sockets passed by systemd, when the daemon was started that way.
     ///
     /// The first passed descriptor that is a listening `AF_UNIX` `SOCK_STREAM` socket is the client socket
-    /// (`sd_is_socket_unix`) — unless named `nmea`, which is the NMEA socket; listening TCP sockets named `gpsd` (sd_listen_fds_with_names(3),
-    /// `sd_is_socket_inet`) are the gpsd front's; any other is closed, with a warning. `LISTEN_*` are removed
+    /// — unless named `nmea`, which is the NMEA socket; listening TCP sockets named `gpsd`
+    /// (`FileDescriptorName=`) are the gpsd front's; any other is closed, with a warning
+    /// (`SystemdProtocol.takePassedDescriptors`, as sd_listen_fds_with_names(3)). `LISTEN_*` are removed
     /// from the environment, and the descriptors are close-on-exec, so no child inherits them.
     /// - Parameters:
     ///   - configuredPath: the config's `socket`, to warn when the passed socket is bound elsewhere.
@@ -50,42 +50,39 @@ public enum SocketActivation {
     ///   another process). The Unix socket's path is from getsockname(2) (nil for an abstract or unnamed one).
     /// - Throws: `SocketActivationError` when descriptors were passed but no Unix socket among them.
     public static func inheritedListeners(configuredPath: String, log: Log) throws(SocketActivationError) -> Inherited? {
-        var names: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = nil
-        let count = sd_listen_fds_with_names(1, &names)
-        if count < 0 { throw .listenFDs(errno: Errno(rawValue: -count)) }
-        defer {
-            if let names {
-                for i in 0..<Int(max(count, 0)) { free(names[i]) }
-                free(names)
-            }
+        let passed: [(fd: Int32, name: String)]
+        do {
+            guard let descriptors = try SystemdProtocol.takePassedDescriptors() else { return nil }
+            passed = descriptors
+        } catch {
+            throw .listenFDs(errno: error)
         }
-        guard count > 0 else { return nil }
         var chosen: ListeningSocket? = nil
         var gpsd: [TCPListener] = []
         var nmea: ListeningSocket?
-        for (i, fd) in (SD_LISTEN_FDS_START..<(SD_LISTEN_FDS_START + count)).enumerated() {
-            let name = names?[i].map { String(cString: $0) }
-            if name == "nmea", nmea == nil, sd_is_socket_unix(fd, Int32(SOCK_STREAM.rawValue), 1, nil, 0) > 0 {
+        for (fd, name) in passed {
+            let unix = SystemdProtocol.isListeningStreamSocket(fd, family: AF_UNIX)
+            if name == "nmea", nmea == nil, unix {
                 nmea = ListeningSocket(inherited: fd, path: boundPath(fd))
-            } else if chosen == nil, sd_is_socket_unix(fd, Int32(SOCK_STREAM.rawValue), 1, nil, 0) > 0 {
+            } else if chosen == nil, unix {
                 let path = boundPath(fd)
                 if path != configuredPath {
                     log.warning("the socket systemd passed is not the configured one; serving on it",
                                 ["socket": path ?? "(abstract or unnamed)", "config.socket": configuredPath])
                 }
                 chosen = ListeningSocket(inherited: fd, path: path)
-            } else if name == "gpsd", sd_is_socket_inet(fd, 0, Int32(SOCK_STREAM.rawValue), 1, 0) > 0 {
+            } else if name == "gpsd", SystemdProtocol.isListeningStreamSocket(fd, family: AF_INET) {
                 gpsd.append(TCPListener(inherited: fd))
             } else {
                 log.warning("closing a descriptor systemd passed: not a listening AF_UNIX SOCK_STREAM socket (the first), nor a TCP one named gpsd, nor a Unix one named nmea",
-                            ["fd": String(fd), "name": name ?? "-"])
+                            ["fd": String(fd), "name": name])
                 FileDescriptorOps.close(fd)
             }
         }
         guard let chosen else {
             gpsd.forEach { $0.close() }
             nmea?.close(unlinking: false)
-            throw .noUnixStreamSocket(count: Int(count))
+            throw .noUnixStreamSocket(count: passed.count)
         }
         return Inherited(unix: chosen, gpsd: gpsd, nmea: nmea)
     }
@@ -136,20 +133,23 @@ public final class SystemdNotifier: @unchecked Sendable {
     ///   - log: for a failing notification socket (logged once, at debug level after that).
     public init(statusInterval: Double = 1, log: Log) {
         isEnabled = getenv("NOTIFY_SOCKET") != nil
-        var usec: UInt64 = 0
-        watchdogInterval = sd_watchdog_enabled(0, &usec) > 0 && usec > 0 ? Double(usec) / 2e6 : nil
+        // A malformed WATCHDOG_USEC or WATCHDOG_PID asks for no keep-alives, as sd_watchdog_enabled's error does.
+        watchdogInterval = ((try? SystemdProtocol.watchdogMicroseconds()) ?? nil).map { Double($0) / 2e6 }
         self.statusInterval = statusInterval
         self.log = log
     }
 
-    /// Sends `assignments` (newline-separated `KEY=value`). The corresponding C call is `sd_notify`.
+    /// Sends `assignments` (newline-separated `KEY=value`; `SystemdProtocol.notify`, as sd_notify(3)).
     /// - Returns: true when it was sent; false when not run under systemd or the send failed.
     @discardableResult
     public func notify(_ assignments: String) -> Bool {
         guard isEnabled else { return false }
-        let r = sd_notify(0, assignments)
-        if r < 0 { log.debug("sd_notify failed", ["errno": Errno(rawValue: -r).description]) }
-        return r > 0
+        do {
+            return try SystemdProtocol.notify(assignments)
+        } catch {
+            log.debug("sd_notify failed", ["errno": error.description])
+            return false
+        }
     }
 
     /// `READY=1` with the current status: the receivers are opened and the socket listens. Also ends a

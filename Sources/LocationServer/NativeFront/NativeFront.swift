@@ -68,9 +68,9 @@ public final class NativeFront: Sendable {
     private let identityQueue = DispatchQueue(label: "locationd.identity")
     private let store: PolicyStore
     private let log: Log
-    /// logind's monitor of users' login states (When In Use); nil until `start`, or when logind cannot
-    /// be watched.
-    private let logins = Locked<LoginMonitor?>(nil)
+    /// Whether users' login states are asked of logind (When In Use), and its monitor of them (nil when
+    /// logind cannot be watched). Set on the identity queue once the policy depends on login sessions.
+    private let logins = Locked<(asked: Bool, monitor: LoginMonitor?)>((false, nil))
 
     /// - Parameters:
     ///   - listener: the listening Unix socket (bound here or passed by systemd).
@@ -132,18 +132,32 @@ public final class NativeFront: Sendable {
                 source.resume()
             }
         }
+        withState { $0.watchLoginSessionsIfNeeded() }
+    }
+
+    /// The policy has come to depend on login sessions: from now on users' states are asked of logind
+    /// when they connect and whenever it says they changed — at once for the users connected now. Runs on
+    /// the identity queue, as identifications do, so that no client is identified between the two.
+    private func watchLoginSessions() {
         let monitor = LoginMonitor(queue: identityQueue) { [weak self] in self?.loginsChanged() }
         if monitor == nil {
             log.notice("logind cannot be watched: users' sessions are read when they connect only; When-In-Use clients of users without an active session get nothing")
         }
-        logins.withLock { $0 = monitor }
+        logins.withLock { $0 = (true, monitor) }
+        loginsChanged()
+    }
+
+    /// Whether `uid`'s user has an active login session; false, without asking, while the policy does
+    /// not depend on login sessions.
+    private func isInUse(_ uid: UInt32) -> Bool {
+        logins.withLock { $0.asked } && LoginSessions.isInUse(uid)
     }
 
     /// logind says a user's login state changed: the connected users' states are asked again (off the
     /// fan-out queue), and When-In-Use clients pause or resume.
     private func loginsChanged() {
         let uids = state.withLock { s in Set(s.publisher.subscribers.ids.compactMap { s.publisher.subscribers[$0]?.identity.uid }) }
-        let states = uids.sorted().map { (uid: $0, inUse: LoginSessions.isInUse($0)) }
+        let states = uids.sorted().map { (uid: $0, inUse: isInUse($0)) }
         withState { s, now in s.noteUsers(states, at: now) }
     }
 
@@ -184,7 +198,10 @@ public final class NativeFront: Sendable {
     public func applyPolicyRules(_ rules: PolicyRules) {
         let gridChanged = state.withLock { $0.publisher.fudger.gridMeters != rules.defaults.reducedGrid }
         let fudger = gridChanged ? store.fudger(gridMeters: rules.defaults.reducedGrid) : nil
-        withState { s, now in s.deliver(s.publisher.replaceRules(rules, fudger: fudger, at: now), at: now.wall) }
+        withState { s, now in
+            s.deliver(s.publisher.replaceRules(rules, fudger: fudger, at: now), at: now.wall)
+            s.watchLoginSessionsIfNeeded()
+        }
     }
 
     /// Stops accepting, tells every client why, closes them, and flushes the audit file.
@@ -239,6 +256,8 @@ public final class NativeFront: Sendable {
                 guard let self else { return }
                 self.queue.async { self.post(.grantsSaved(admin: reply, request: request, error: error, extra: extra)) }
             }
+        case .watchLoginSessions:
+            identityQueue.async { [weak self] in self?.watchLoginSessions() }
         case let .readAudit(reply, since, cursor, limit):
             store.readAudit(since: since, cursor: cursor, limit: limit) { [weak self] page in
                 guard let self else { return }
@@ -327,7 +346,7 @@ public final class NativeFront: Sendable {
             FileDescriptorOps.close(fd)
             return
         }
-        let inUse = LoginSessions.isInUse(identity.uid)
+        let inUse = isInUse(identity.uid)
         withState { s, now in
             s.noteUsers([(uid: identity.uid, inUse: inUse)], at: now)
             _ = s.admit(fd, identity: identity, front: .gpsd, at: now)
@@ -373,7 +392,7 @@ public final class NativeFront: Sendable {
             return
         }
         // Whether its user is at the machine, asked here, off the fan-out queue (When In Use).
-        let inUse = LoginSessions.isInUse(identity.uid)
+        let inUse = isInUse(identity.uid)
         withState { s, now in
             s.noteUsers([(uid: identity.uid, inUse: inUse)], at: now)
             _ = s.admit(fd, identity: identity, front: front, at: now)

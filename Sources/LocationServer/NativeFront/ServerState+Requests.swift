@@ -176,6 +176,7 @@ extension ServerState {
                                _ change: (inout GrantSet) -> Void) {
         publisher.changeGrants(change)
         effects.append(.saveGrants(reply: reply, request: request, extra: extra))
+        watchLoginSessionsIfNeeded()
     }
 
     /// Makes sure the grants' ends are looked at by `ends` (a one-time grant's lifetime ending tells its

@@ -23,6 +23,8 @@ enum Effect: Sendable {
     case saveGrants(reply: Int?, request: String, extra: ServerMessage.Grants)
     /// Read a page of the audit files; then `auditRead`.
     case readAudit(reply: Int, since: Double?, cursor: AuditCursor?, limit: Int?)
+    /// Start asking logind about users' login sessions (`watchLoginSessionsIfNeeded`).
+    case watchLoginSessions
 }
 
 /// Timers and completions coming back to the state.
@@ -66,6 +68,8 @@ struct ServerState {
     /// Connections per user, for `maxClientsPerUser`.
     private var connectionsPerUser: [UInt32: Int] = [:]
     private var sweeping = false
+    /// Whether the front was asked to watch logind (`watchLoginSessionsIfNeeded`).
+    var loginSessionsWatched = false
     /// How fast each user opens connections (`UserConnectionRate`; `NativeFront.waitForIdentity`).
     var connectionRate: UserConnectionRate
     /// What each user's connections together have sent this second (`UserReadBudget`; ServerState+Input).

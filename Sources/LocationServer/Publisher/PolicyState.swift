@@ -12,6 +12,10 @@ struct PolicyState: Sendable {
     /// The uids whose user has an active login session (logind's "active"), as last asked of logind: their
     /// When-In-Use clients are sent locations, the others' are not.
     private(set) var usersInUse: Set<UInt32> = []
+    /// Whether any authorization may depend on a user's login session: a When-In-Use grant is stored, or
+    /// an `ask` rule lets agents answer with one. Until then the front does not ask logind (nor load
+    /// libsystemd, `LoginSessions`); once true it stays watched.
+    private(set) var dependsOnLoginSessions = false
     /// The persistent grants' expiry times (Unix seconds), sorted, for `generation`.
     private var expiries: (generation: Int, times: [Double]) = (0, [])
 
@@ -19,18 +23,27 @@ struct PolicyState: Sendable {
         self.rules = rules
         self.grants = grants
         self.adminGroup = adminGroup
+        dependsOnLoginSessions = Self.dependsOnLoginSessions(rules, grants)
+    }
+
+    /// True when `rules` has an `ask` rule (agents grant When In Use) or `grants` a When-In-Use grant.
+    static func dependsOnLoginSessions(_ rules: PolicyRules, _ grants: GrantSet) -> Bool {
+        rules.defaults.access == .ask || rules.clients.contains { $0.access == .ask }
+            || grants.persistent.contains { $0.whenInUse }
     }
 
     /// New rules (config reload).
     mutating func replaceRules(_ new: PolicyRules) {
         rules = new
         generation += 1
+        dependsOnLoginSessions = Self.dependsOnLoginSessions(rules, grants)
     }
 
     /// Changes the grants in memory; the caller has them written.
     mutating func changeGrants(_ change: (inout GrantSet) -> Void) {
         change(&grants)
         generation += 1
+        dependsOnLoginSessions = Self.dependsOnLoginSessions(rules, grants)
     }
 
     /// A client's authorization now (`Policy.state`).
