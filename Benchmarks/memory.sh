@@ -8,7 +8,7 @@
 # stripped as `make install` and the package install it. Name others to compare, e.g.
 #   Benchmarks/memory.sh static=/tmp/locationd-static dynamic=/tmp/locationd-dynamic
 #
-# Environment: CLIENTS (default "1 50 1000"); SETTLE seconds after every client has its first TPV (which
+# Environment: CLIENTS (default "1 50 1000"); POLICY (default always; ask: see below); SETTLE seconds after every client has its first TPV (which
 # "ready s" says took) before sampling (default 5); SAMPLES taken 100 ms apart after that (default 20; the largest counts).
 # Figures are from /proc/PID/smaps_rollup: Rss, Pss, and Anonymous (the daemon's own heap and stacks).
 # Each run starts with the binary out of the page cache (posix_fadvise DONTNEED), as after a boot.
@@ -16,6 +16,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 clients=${CLIENTS:-1 50 1000}
+# POLICY=ask: the default rule asks an agent and root's clients are allowed by a rule of their own, so
+# that the daemon watches logind and loads libsystemd for it (When In Use), as under the shipped config.
+policy=${POLICY:-always}
+rule=""
+[ "$policy" = always ] || rule=$'[client root]\nuser = root\naccess = always\naccuracy = full'
 settle=${SETTLE:-5}
 samples=${SAMPLES:-20}
 work=$(mktemp -d /tmp/locationd-memory.XXXXXX)
@@ -47,8 +52,9 @@ file = $PWD/Demo/haicom-305N.log
 rate = 10
 loop = yes
 [policy]
-access = always
+access = $policy
 accuracy = full
+$rule
 EOF
         # The binary's pages leave the page cache first, so that every run maps them from a cold start as
         # a booted machine does: how a file came into the cache (written by strip or cp, read ahead, faulted

@@ -103,6 +103,9 @@ public final class NativeFront: Sendable {
 
     /// Starts accepting clients.
     public func start() {
+        // Before any client is accepted: identifications queue behind it, so none is identified without
+        // its user's login state when the policy depends on it.
+        withState { $0.watchLoginSessionsIfNeeded() }
         // The clients' sockets, in one epoll set (EventPoller: a dispatch source per client crashed in
         // libdispatch under churn). Without it the daemon cannot serve: it stops, and systemd says why.
         let poller: EventPoller
@@ -132,7 +135,6 @@ public final class NativeFront: Sendable {
                 source.resume()
             }
         }
-        withState { $0.watchLoginSessionsIfNeeded() }
     }
 
     /// The policy has come to depend on login sessions: from now on users' states are asked of logind
