@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #define LOCATIOND_LIBGPS_FUNCTIONS(X) \
     X(gps_open) X(gps_close) X(gps_read) X(gps_waiting) X(gps_stream) X(gps_errstr)
@@ -21,16 +22,24 @@ static struct {
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static const char *failure;
+// dlerror(3)'s text lives only until the thread's next dlerror call or its end: a copy is kept.
+static char failure_text[512];
+
+static void fail(void) {
+    const char *error = dlerror();
+    snprintf(failure_text, sizeof failure_text, "%s", error != NULL ? error : "unknown dynamic loader error");
+    failure = failure_text;
+}
 
 static void load(void) {
     // RTLD_LOCAL: its symbols stay out of the global scope; RTLD_NOW: a missing one fails here, not later.
     void *library = dlopen(LOCATIOND_LIBGPS_LIBRARY, RTLD_NOW | RTLD_LOCAL);
     if (library == NULL) {
-        failure = dlerror();
+        fail();
         return;
     }
 #define LOCATIOND_RESOLVE(name) \
-    if ((real.name = (__typeof__(name) *)dlsym(library, #name)) == NULL) { failure = dlerror(); return; }
+    if ((real.name = (__typeof__(name) *)dlsym(library, #name)) == NULL) { fail(); return; }
     LOCATIOND_LIBGPS_FUNCTIONS(LOCATIOND_RESOLVE)
 #undef LOCATIOND_RESOLVE
 }

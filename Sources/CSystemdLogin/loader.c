@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #define LOCATIOND_SD_LOGIN_FUNCTIONS(X) \
     X(sd_uid_get_state) X(sd_login_monitor_new) X(sd_login_monitor_get_fd) X(sd_login_monitor_flush) \
@@ -19,18 +20,26 @@ static struct {
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static const char *failure;
+// dlerror(3)'s text lives only until the thread's next dlerror call or its end: a copy is kept.
+static char failure_text[512];
+
+static void fail(void) {
+    const char *error = dlerror();
+    snprintf(failure_text, sizeof failure_text, "%s", error != NULL ? error : "unknown dynamic loader error");
+    failure = failure_text;
+}
 
 static void load(void) {
     // RTLD_LOCAL: its symbols stay out of the global scope; RTLD_NOW: a missing one fails here.
     void *library = dlopen(LOCATIOND_LIBSYSTEMD_LIBRARY, RTLD_NOW | RTLD_LOCAL);
     if (library == NULL) {
-        failure = dlerror();
+        fail();
         return;
     }
 #define LOCATIOND_RESOLVE(name)                                                        \
     real.name = (__typeof__(name) *)dlsym(RTLD_DEFAULT, #name);                         \
     if (real.name == NULL && (real.name = (__typeof__(name) *)dlsym(library, #name)) == NULL) { \
-        failure = dlerror();                                                           \
+        fail();                                                           \
         return;                                                                        \
     }
     LOCATIOND_SD_LOGIN_FUNCTIONS(LOCATIOND_RESOLVE)

@@ -27,6 +27,9 @@ enum LoginSessions {
     /// True when `uid`'s user has an active session (state `active`); false for every other state, an
     /// unknown one, or no answer: fail closed, a When-In-Use client then gets nothing.
     static func isInUse(_ uid: UInt32) -> Bool { state(of: uid) == "active" }
+
+    /// Why libsystemd cannot be loaded (dlerror(3)'s text), or nil when it is; loads it if not yet tried.
+    static var libraryFailure: String? { locationd_sd_login_load().map { String(cString: $0) } }
 }
 
 /// Tells when users' login states change, without polling: logind's monitor for the `uid` category

@@ -9,9 +9,10 @@ import LocationPosix
 ///
 /// systemd's Interface Portability and Stability Chart lists these as stable and reimplementable
 /// independently, and its developers advise daemons that need no more of libsystemd not to link it. Not
-/// linking it keeps libsystemd and the six libraries it loads out of the daemon (1.2 MiB resident, issue
-/// 16) unless its policy needs logind (`LoginSessions`). The behaviour, errors included, is that of
-/// libsystemd 252's calls named on each function.
+/// linking it keeps libsystemd and the six libraries it loads out of the daemon (1.6–1.8 MiB resident, issue
+/// 16) unless its policy needs logind (`LoginSessions`). The outcomes are those of libsystemd 252's calls
+/// named on each function, errors included (where one input has two faults, which error is reported
+/// may differ).
 enum SystemdProtocol {
     /// The first descriptor systemd passes (`SD_LISTEN_FDS_START`, sd-daemon.h).
     static let firstPassedDescriptor: Int32 = 3
@@ -23,7 +24,8 @@ enum SystemdProtocol {
     ///   names); nil when none were passed to this process (`LISTEN_PID` or `LISTEN_FDS` unset, or
     ///   `LISTEN_PID` another process's).
     /// - Throws: `Errno.invalidArgument` for a `LISTEN_PID` or `LISTEN_FDS` that is not a number, a count
-    ///   below 1, or a `LISTEN_FDNAMES` with another count of names; `ERANGE` for a `LISTEN_PID` below 1;
+    ///   below 1, or a `LISTEN_FDNAMES` with another count of names; `ERANGE` for a `LISTEN_PID` that is no
+    ///   positive `pid_t`;
     ///   fcntl(2)'s error (`EBADF`) for a descriptor that is not open.
     static func takePassedDescriptors() throws(Errno) -> [(fd: Int32, name: String)]? {
         let pidText = environment("LISTEN_PID"), countText = environment("LISTEN_FDS")
@@ -45,8 +47,9 @@ enum SystemdProtocol {
         return Array(zip(descriptors, names)).map { (fd: $0.0, name: $0.1) }
     }
 
-    /// Whether `fd` is a listening `SOCK_STREAM` socket of `family` (`AF_UNIX`, or `AF_INET` and `AF_INET6`
-    /// for `AF_INET`) — sd_is_socket_unix(3) and sd_is_socket_inet(3) with `listening` 1 and no path or port.
+    /// Whether `fd` is a listening `SOCK_STREAM` socket of `family`: `AF_UNIX` — sd_is_socket_unix(3) with
+    /// `listening` 1 and no path — or, for `AF_INET`, either Internet family (`AF_INET` or `AF_INET6`:
+    /// locationd-gpsd.socket listens on 127.0.0.1 and [::1]) — sd_is_socket_inet(3) with family 0, no port.
     static func isListeningStreamSocket(_ fd: Int32, family: Int32) -> Bool {
         var status = stat()
         guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFSOCK else { return false }
@@ -67,17 +70,24 @@ enum SystemdProtocol {
     /// `AF_UNIX` socket named by `NOTIFY_SOCKET`, a path, or an abstract name when it begins with `@`
     /// (sd_notify(3); the kernel adds the sender's credentials for the manager).
     /// - Returns: false when `NOTIFY_SOCKET` is unset (not run by a service manager that listens).
-    /// - Throws: `Errno.invalidArgument` for an address that is neither or too long; the errors of
-    ///   socket(2) and sendto(2), e.g. `ECONNREFUSED` when nobody listens there any more.
+    /// - Throws: `Errno.invalidArgument` for an address that is neither a path nor `@name`;
+    ///   `ENAMETOOLONG` for one that does not fit `sun_path` (a path with its terminating NUL); the
+    ///   errors of socket(2) and sendto(2), e.g. `ECONNREFUSED` when nobody listens there any more.
     @discardableResult
     static func notify(_ state: String) throws(Errno) -> Bool {
         guard let target = environment("NOTIFY_SOCKET") else { return false }
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         var name = Array(target.utf8)
-        guard let first = name.first, first == UInt8(ascii: "/") || first == UInt8(ascii: "@"),
-              name.count <= MemoryLayout.size(ofValue: address.sun_path) else { throw .invalidArgument }
-        if first == UInt8(ascii: "@") { name[0] = 0 }
+        guard let first = name.first, first == UInt8(ascii: "/") || first == UInt8(ascii: "@"), name.count > 1 else {
+            throw .invalidArgument
+        }
+        let abstract = first == UInt8(ascii: "@")
+        // A path needs its terminating NUL within sun_path; an abstract name's length is given instead.
+        guard name.count + (abstract ? 0 : 1) <= MemoryLayout.size(ofValue: address.sun_path) else {
+            throw Errno(rawValue: ENAMETOOLONG)
+        }
+        if abstract { name[0] = 0 }
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: name) }
         let length = socklen_t(MemoryLayout.offset(of: \sockaddr_un.sun_path)! + name.count)
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -101,7 +111,7 @@ enum SystemdProtocol {
     ///   `WATCHDOG_PID` set to another process.
     /// - Throws: `Errno.invalidArgument` for a `WATCHDOG_USEC` that is not a positive number below
     ///   UINT64_MAX (systemd's infinity), or a `WATCHDOG_PID` that is not a number; `ERANGE` for a
-    ///   `WATCHDOG_PID` below 1.
+    ///   `WATCHDOG_PID` that is no positive `pid_t`.
     static func watchdogMicroseconds() throws(Errno) -> UInt64? {
         guard let text = environment("WATCHDOG_USEC") else { return nil }
         guard let usec = UInt64(text), usec > 0, usec < UInt64.max else { throw .invalidArgument }
@@ -112,11 +122,12 @@ enum SystemdProtocol {
     }
 
     /// A process ID from the environment, as systemd's parse_pid reads it.
-    /// - Throws: `Errno.invalidArgument` when not a number, `ERANGE` when not positive.
+    /// - Throws: `Errno.invalidArgument` when not a number, `ERANGE` when a number but not a positive
+    ///   `pid_t`.
     private static func pid(_ text: String) throws(Errno) -> Int32 {
-        guard let pid = Int32(text) else { throw .invalidArgument }
-        guard pid > 0 else { throw Errno(rawValue: ERANGE) }
-        return pid
+        guard let number = Int64(text) ?? UInt64(text).map({ _ in Int64.max }) else { throw .invalidArgument }
+        guard number > 0, number <= Int64(Int32.max) else { throw Errno(rawValue: ERANGE) }
+        return Int32(number)
     }
 
     private static func environment(_ name: String) -> String? {

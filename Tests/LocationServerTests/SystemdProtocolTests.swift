@@ -44,7 +44,8 @@ struct SystemdProtocolTests {
     }
 
     @Test("malformed LISTEN_PID or LISTEN_FDS, no descriptor, or as many names as descriptors not: EINVAL; LISTEN_PID 0: ERANGE",
-          arguments: [("x", "1", nil, EINVAL), ("0", "1", nil, ERANGE), (nil, "0", nil, EINVAL), (nil, "-1", nil, EINVAL),
+          arguments: [("x", "1", nil, EINVAL), ("0", "1", nil, ERANGE), ("4294967295", "1", nil, ERANGE),
+                      (nil, "0", nil, EINVAL), (nil, "-1", nil, EINVAL),
                       (nil, "one", nil, EINVAL), (nil, "2", "unix", EINVAL), (nil, "1", "unix:gpsd", EINVAL)]
             as [(String?, String, String?, Int32)])
     func malformed(pid: String?, count: String, names: String?, error: Int32) {
@@ -66,6 +67,10 @@ struct SystemdProtocolTests {
         defer { tcp.close() }
         #expect(SystemdProtocol.isListeningStreamSocket(tcp.fileDescriptor, family: AF_INET))
         #expect(!SystemdProtocol.isListeningStreamSocket(tcp.fileDescriptor, family: AF_UNIX))
+        // locationd-gpsd.socket's other listener: [::1]:2947.
+        let tcp6 = try TCPListener(address: try #require(TCPAddress(parsing: "[::1]:0")))
+        defer { tcp6.close() }
+        #expect(SystemdProtocol.isListeningStreamSocket(tcp6.fileDescriptor, family: AF_INET))
         var pair: [Int32] = [0, 0]
         #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
         #expect(!SystemdProtocol.isListeningStreamSocket(pair[0], family: AF_UNIX))
@@ -118,14 +123,18 @@ struct SystemdProtocolTests {
         }
     }
 
-    @Test("sd_notify: a relative or too long address is EINVAL; nobody listening is the kernel's error")
-    func notifyErrors() {
-        Self.with(["NOTIFY_SOCKET": "run/notify"]) {
-            #expect(throws: Errno.invalidArgument) { try SystemdProtocol.notify("READY=1") }
+    @Test("sd_notify: a relative or empty address is EINVAL, one too long ENAMETOOLONG; nobody listening is the kernel's error",
+          arguments: [("run/notify", EINVAL), ("/", EINVAL), ("@", EINVAL),
+                      ("/" + String(repeating: "n", count: 200), ENAMETOOLONG),
+                      ("/" + String(repeating: "n", count: 107), ENAMETOOLONG)] as [(String, Int32)])
+    func notifyErrors(address: String, error: Int32) {
+        Self.with(["NOTIFY_SOCKET": address]) {
+            #expect(throws: Errno(rawValue: error)) { try SystemdProtocol.notify("READY=1") }
         }
-        Self.with(["NOTIFY_SOCKET": "/" + String(repeating: "n", count: 200)]) {
-            #expect(throws: Errno.invalidArgument) { try SystemdProtocol.notify("READY=1") }
-        }
+    }
+
+    @Test("sd_notify: nobody listening at the path is the kernel's error")
+    func notifyNobody() {
         Self.with(["NOTIFY_SOCKET": "/tmp/locationd-no-such-notify-socket-\(getpid())"]) {
             #expect(throws: Errno.noSuchFileOrDirectory) { try SystemdProtocol.notify("READY=1") }
         }

@@ -3,7 +3,8 @@
 //
 // libsystemd is loaded when the policy first depends on login sessions (loader.c), not linked: a daemon
 // whose policy has no `ask` rule and no When-In-Use grant maps neither it nor the libraries it brings
-// (liblzma, libzstd, liblz4, libgcrypt, libgpg-error, libcap: 1.2 MiB resident with it, issue 16).
+// (liblzma, libzstd, liblz4, libgcrypt, libgpg-error, libcap: 1.6–1.8 MiB resident with it and what
+// sd-login touches, Benchmarks/README.md, issue 16).
 // The daemon's other uses of systemd (socket activation, sd_notify, the watchdog) are its documented
 // protocols, spoken by Sources/LocationServer/SystemdProtocol.swift.
 #ifndef CSYSTEMDLOGIN_H

@@ -143,7 +143,8 @@ public final class NativeFront: Sendable {
     private func watchLoginSessions() {
         let monitor = LoginMonitor(queue: identityQueue) { [weak self] in self?.loginsChanged() }
         if monitor == nil {
-            log.notice("logind cannot be watched: users' sessions are read when they connect only; When-In-Use clients of users without an active session get nothing")
+            log.notice("logind cannot be watched: users' sessions are read when they connect only; When-In-Use clients of users without an active session get nothing",
+                       LoginSessions.libraryFailure.map { ["reason": $0] } ?? [:])
         }
         logins.withLock { $0 = (true, monitor) }
         loginsChanged()
