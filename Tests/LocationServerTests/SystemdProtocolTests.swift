@@ -28,6 +28,12 @@ struct SystemdProtocolTests {
 
     static func isSet(_ name: String) -> Bool { getenv(name) != nil }
 
+    static func temporaryDirectory() throws -> String {
+        var template = Array("/tmp/locationd-sdproto-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw Errno.current }
+        return String(cString: made)
+    }
+
     @Test("no descriptors for this process: LISTEN_PID unset, or another process's; LISTEN_* leave the environment")
     func noDescriptors() throws {
         try Self.with(["LISTEN_PID": nil, "LISTEN_FDS": "1", "LISTEN_FDNAMES": "x"]) { () throws in
@@ -57,7 +63,7 @@ struct SystemdProtocolTests {
 
     @Test("a listening socket is told from a connected one, a datagram socket, a pipe; by family")
     func socketKinds() throws {
-        let directory = try #require(mkdtemp(strdup("/tmp/locationd-sdproto-XXXXXX")).map { String(cString: $0) })
+        let directory = try Self.temporaryDirectory()
         defer { _ = try? FileManager.default.removeItem(atPath: directory) }
         let unix = try ListeningSocket(path: directory + "/s.sock")
         defer { unix.close(unlinking: true) }
@@ -102,7 +108,7 @@ struct SystemdProtocolTests {
 
     @Test("sd_notify: one datagram to a path, or to an abstract name after @; nothing without NOTIFY_SOCKET")
     func notify() throws {
-        let directory = try #require(mkdtemp(strdup("/tmp/locationd-sdproto-XXXXXX")).map { String(cString: $0) })
+        let directory = try Self.temporaryDirectory()
         defer { _ = try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/notify"
         let byPath = try Self.notifyListener(Array(path.utf8))
