@@ -3,6 +3,7 @@ import Glibc
 #endif
 import CSystemdLogin
 import Dispatch
+import LocationPosix
 
 /// Whether a user is at the machine, as systemd-logind tells it through libsystemd (sd-login(3)): "in
 /// use", for When In Use, means the user has an active session — one in the foreground of a seat.
@@ -59,4 +60,23 @@ final class LoginMonitor: @unchecked Sendable {
     }
 
     deinit { source.cancel() }
+}
+
+/// Whether logind is asked about users' login states, and its monitor of them: one owner for both. Until
+/// `watch`, nobody is in use and nothing is asked (nor libsystemd loaded).
+final class LoginWatch: Sendable {
+    private let state = Locked<(asked: Bool, monitor: LoginMonitor?)>((false, nil))
+
+    /// From now on users' states are asked; `changed` runs on `queue` after each change logind tells.
+    /// - Returns: false when logind cannot be watched (states are then asked, never told of changes).
+    func watch(queue: DispatchQueue, changed: @escaping @Sendable () -> Void) -> Bool {
+        let monitor = LoginMonitor(queue: queue, changed: changed)
+        state.withLock { $0 = (true, monitor) }
+        return monitor != nil
+    }
+
+    /// Whether `uid`'s user has an active login session; false, without asking, before `watch`.
+    func isInUse(_ uid: UInt32) -> Bool {
+        state.withLock { $0.asked } && LoginSessions.isInUse(uid)
+    }
 }

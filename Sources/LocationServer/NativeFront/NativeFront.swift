@@ -68,9 +68,8 @@ public final class NativeFront: Sendable {
     private let identityQueue = DispatchQueue(label: "locationd.identity")
     private let store: PolicyStore
     private let log: Log
-    /// Whether users' login states are asked of logind (When In Use), and its monitor of them (nil when
-    /// logind cannot be watched). Set on the identity queue once the policy depends on login sessions.
-    private let logins = Locked<(asked: Bool, monitor: LoginMonitor?)>((false, nil))
+    /// logind, asked about users' login states (When In Use) once the policy depends on login sessions.
+    private let logins = LoginWatch()
 
     /// - Parameters:
     ///   - listener: the listening Unix socket (bound here or passed by systemd).
@@ -141,26 +140,18 @@ public final class NativeFront: Sendable {
     /// when they connect and whenever it says they changed — at once for the users connected now. Runs on
     /// the identity queue, as identifications do, so that no client is identified between the two.
     private func watchLoginSessions() {
-        let monitor = LoginMonitor(queue: identityQueue) { [weak self] in self?.loginsChanged() }
-        if monitor == nil {
+        if !logins.watch(queue: identityQueue, changed: { [weak self] in self?.loginsChanged() }) {
             log.notice("logind cannot be watched: users' sessions are read when they connect only; When-In-Use clients of users without an active session get nothing",
                        LoginSessions.libraryFailure.map { ["reason": $0] } ?? [:])
         }
-        logins.withLock { $0 = (true, monitor) }
         loginsChanged()
-    }
-
-    /// Whether `uid`'s user has an active login session; false, without asking, while the policy does
-    /// not depend on login sessions.
-    private func isInUse(_ uid: UInt32) -> Bool {
-        logins.withLock { $0.asked } && LoginSessions.isInUse(uid)
     }
 
     /// logind says a user's login state changed: the connected users' states are asked again (off the
     /// fan-out queue), and When-In-Use clients pause or resume.
     private func loginsChanged() {
         let uids = state.withLock { s in Set(s.publisher.subscribers.ids.compactMap { s.publisher.subscribers[$0]?.identity.uid }) }
-        let states = uids.sorted().map { (uid: $0, inUse: isInUse($0)) }
+        let states = uids.sorted().map { (uid: $0, inUse: logins.isInUse($0)) }
         withState { s, now in s.noteUsers(states, at: now) }
     }
 
@@ -349,7 +340,7 @@ public final class NativeFront: Sendable {
             FileDescriptorOps.close(fd)
             return
         }
-        let inUse = isInUse(identity.uid)
+        let inUse = logins.isInUse(identity.uid)
         withState { s, now in
             s.noteUsers([(uid: identity.uid, inUse: inUse)], at: now)
             _ = s.admit(fd, identity: identity, front: .gpsd, at: now)
@@ -395,7 +386,7 @@ public final class NativeFront: Sendable {
             return
         }
         // Whether its user is at the machine, asked here, off the fan-out queue (When In Use).
-        let inUse = isInUse(identity.uid)
+        let inUse = logins.isInUse(identity.uid)
         withState { s, now in
             s.noteUsers([(uid: identity.uid, inUse: inUse)], at: now)
             _ = s.admit(fd, identity: identity, front: front, at: now)
