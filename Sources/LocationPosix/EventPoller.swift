@@ -31,10 +31,17 @@ public final class EventPoller: Sendable {
     private static let output = UInt32(EPOLLOUT.rawValue)
 
     /// Creates the set and starts its thread.
-    /// - Parameter handler: called on the poller's thread with each batch of events (at most 64), in the
-    ///   kernel's order; the next wait starts when it returns.
+    /// - Parameters:
+    ///   - interval: how often to call `tick`, on the poller's thread between batches, counted from the
+    ///     previous call (`ContinuousClock`); nil: never. A periodic chore on a thread that is there anyway:
+    ///     a libdispatch timer wakes its manager thread and a worker, which the pool made anew when its
+    ///     last one had idled out (clone(2), page faults, exit).
+    ///   - tick: the chore; the next wait starts when it returns.
+    ///   - handler: called on the poller's thread with each batch of events (at most 64), in the
+    ///     kernel's order; the next wait starts when it returns.
     /// - Throws: the errno of epoll_create1(2), eventfd(2) or pthread_create(3).
-    public init(handler: @escaping @Sendable ([Event]) -> Void) throws(Errno) {
+    public init(tickEvery interval: Duration? = nil, tick: @escaping @Sendable () -> Void = {},
+                handler: @escaping @Sendable ([Event]) -> Void) throws(Errno) {
         let epoll = locationd_epoll_create()
         guard epoll >= 0 else { throw Errno.current }
         let wake = locationd_eventfd()
@@ -53,7 +60,7 @@ public final class EventPoller: Sendable {
         self.wake = wake
         // The thread holds the poller until `stop`: its descriptors stay open (and their numbers taken)
         // while anyone may still call `add` or `remove` on them.
-        try PosixThread.detach { [self] in run(handler) }
+        try PosixThread.detach { [self] in run(handler, tickEvery: interval, tick) }
     }
 
     deinit {
@@ -86,24 +93,39 @@ public final class EventPoller: Sendable {
         _ = Glibc.write(wake, &one, MemoryLayout<UInt64>.size)
     }
 
-    private func run(_ handler: @Sendable ([Event]) -> Void) {
+    private func run(_ handler: @Sendable ([Event]) -> Void, tickEvery interval: Duration?, _ tick: @Sendable () -> Void) {
         var tags = [UInt64](repeating: 0, count: 64)
         var bits = [UInt32](repeating: 0, count: 64)
         var batch: [Event] = []
         batch.reserveCapacity(64)
         let hangUp = UInt32(EPOLLHUP.rawValue) | UInt32(EPOLLERR.rawValue)
+        let clock = ContinuousClock()
+        var nextTick = interval.map { clock.now + $0 }
         while true {
-            let n = locationd_epoll_wait(epoll, &tags, &bits, 64, -1)
-            if n < 0 {
-                if errno == EINTR { continue }
-                return
+            let n = locationd_epoll_wait(epoll, &tags, &bits, 64, nextTick.map { Self.milliseconds(until: $0, clock) } ?? -1)
+            if n < 0, errno != EINTR { return }
+            if n > 0 {
+                batch.removeAll(keepingCapacity: true)
+                for i in 0..<Int(n) {
+                    if tags[i] == Self.stopTag { return }
+                    batch.append(Event(tag: tags[i], readable: bits[i] & (Self.input | hangUp) != 0, writable: bits[i] & Self.output != 0))
+                }
+                handler(batch)
             }
-            batch.removeAll(keepingCapacity: true)
-            for i in 0..<Int(n) {
-                if tags[i] == Self.stopTag { return }
-                batch.append(Event(tag: tags[i], readable: bits[i] & (Self.input | hangUp) != 0, writable: bits[i] & Self.output != 0))
+            if let due = nextTick, let interval, clock.now >= due {
+                tick()
+                nextTick = clock.now + interval
             }
-            handler(batch)
         }
+    }
+
+    /// epoll_wait(2)'s timeout to `deadline`: whole milliseconds, rounded up (a wait rounded down would
+    /// end early and spin until the deadline), 0 when it passed.
+    private static func milliseconds(until deadline: ContinuousClock.Instant, _ clock: ContinuousClock) -> Int32 {
+        let left = clock.now.duration(to: deadline)
+        guard left > .zero else { return 0 }
+        let (seconds, attoseconds) = left.components
+        let ms = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
+        return Int32(clamping: ms)
     }
 }

@@ -195,6 +195,35 @@ struct SocketServerTests {
         #expect(good.message("TPV") != nil)
     }
 
+    @Test("with no fix at all, a client that leaves its VERSION unread is still cut after the client timeout")
+    func stuckClientWithoutFixes() throws {
+        // A receiver that never delivers (its device does not exist): no fix's turn runs the sweep, so only
+        // the front's poller thread does, every quarter of the timeout.
+        let daemon = try DaemonProcess(config: """
+            [receiver absent]
+            type = serial
+            path = /nonexistent/ttyGNSS
+
+            [policy]
+            access = always
+            accuracy = full
+            """, daemonKeys: "client-timeout = 2s")
+        let stuck = try RawClient(daemon.socketPath)
+        // Looked at without reading: VERSION waits, and the server has not hung up (RDHUP) before 2 s.
+        func hungUp() -> Bool {
+            let rdhup: Int16 = 0x2000  // POLLRDHUP (Linux <bits/poll.h>; Glibc hides it without _GNU_SOURCE)
+            var p = pollfd(fd: stuck.fd, events: Int16(POLLIN) | rdhup, revents: 0)
+            return Glibc.poll(&p, 1, 0) == 1 && p.revents & (rdhup | Int16(POLLHUP)) != 0
+        }
+        usleep(1_500_000)
+        #expect(!hungUp(), "cut before the client timeout")
+        // Due after 2 s, swept within a quarter of it (the poller's tick): closed by 2.5 s; 4.5 s for a busy machine.
+        usleep(3_000_000)
+        #expect(hungUp(), "not cut 4.5 s after it connected")
+        #expect(stuck.closedByServer(timeout: 5))
+        #expect(daemon.log.contains("read nothing for 2 s"))
+    }
+
     @Test("a WATCH with minInterval 188888888888888888888.0 (found by FuzzServer) gets an ERROR; the daemon keeps serving")
     func hugeMinIntervalEndToEnd() throws {
         let daemon = try DaemonProcess(config: Self.replay(rate: "20"))
