@@ -32,7 +32,7 @@ let package = Package(
         // Typed wrappers over POSIX: errno, file descriptors, termios serial ports, pseudo-terminals.
         .target(name: "LocationPosix", dependencies: ["CPosixShims"]),
         // Receivers: serial NMEA, gpsd through libgps, capture replay; failover between them.
-        .target(name: "LocationSources", dependencies: ["NMEA", "LocationCore", "LocationPosix", "CLibgps"]),
+        .target(name: "LocationSources", dependencies: ["NMEA", "LocationCore", "LocationPosix", "CPosixShims", "CLibgps"]),
         // The permission policy: identity, rules, grants, decisions, reduced accuracy. Pure logic, no I/O.
         .target(name: "LocationPolicy", dependencies: ["LocationCore", "LocationWire"]),
         // inih, Debian's libinih-dev: the config file parser.

@@ -294,31 +294,38 @@ public final class ReceiverSet: Sendable {
         }
     }
 
-    /// Makes the clock wake for the moment the selected receiver's fix would stop qualifying, unless it
-    /// already waits for an earlier one: a fix moves that moment later, and the clock, waking early,
-    /// learns the later one then (`clockTick`) — nothing is done per fix.
-    private func armTimer(_ s: inout State) {
+    /// Sets the clock to the moment the selected receiver's fix would stop qualifying (just after it: a
+    /// fix exactly `freshness` old still qualifies). A fix moves that moment later: one timerfd_settime(2)
+    /// on the receiver's thread, and the clock's thread sleeps on (`SelectorClock`). Under `state`'s lock,
+    /// so settings are made in the order of the deadlines they come from.
+    ///
+    /// A later moment is left for the clock to find while the one set is at least halfway to it: if the
+    /// timer expires first, `clockTick` finds nothing stale and sets it again. So set, it never expires
+    /// while fixes come at a steady cadence, and is set at every other fix, not at each.
+    private func armTimer(_ s: inout State, now: Duration = ContinuousClock.now.sinceOrigin) {
         guard let deadline = s.selector.nextDeadlineSinceOrigin, s.handler != nil else { return }
-        if let armed = s.clockDeadline, armed <= deadline { return }
+        if s.clockDeadline == deadline { return }
+        // Duration + Duration, not * 2: Duration's integer product is generic, unspecialized in the stdlib.
+        if let armed = s.clockDeadline, armed < deadline, (armed - now) + (armed - now) >= deadline - now { return }
         if s.clock == nil {
             s.clock = try? SelectorClock { [weak self] in self?.clockTick() }
         }
         s.clockDeadline = deadline
-        s.clock?.wake()
+        s.clock?.arm(after: max(.zero, deadline - now) + .milliseconds(10))
     }
 
-    /// On the clock's thread: ticks the selector, publishes what changed, and returns how long to wait
-    /// for the next deadline (just after it: a fix exactly `freshness` old still qualifies).
-    private func clockTick() -> Duration? {
+    /// On the clock's thread: ticks the selector, publishes what changed, and sets the clock for the next
+    /// deadline.
+    private func clockTick() {
         let now = ContinuousClock.now.sinceOrigin
-        let (action, handler, next) = state.withLock { s -> (FixSelector.Action, (@Sendable (Event) -> Void)?, Duration?) in
-            guard s.handler != nil else { return (.none, nil, nil) }
+        let (action, handler) = state.withLock { s -> (FixSelector.Action, (@Sendable (Event) -> Void)?) in
+            guard s.handler != nil else { return (.none, nil) }
             let action = s.selector.tick(now: now)
             if case .publish(let fix) = action { published.withLock { $0.latestFix = fix } }
-            s.clockDeadline = s.selector.nextDeadlineSinceOrigin
-            return (action, s.handler, s.clockDeadline.map { max(.zero, $0 - now) + .milliseconds(10) })
+            s.clockDeadline = nil
+            armTimer(&s, now: now)
+            return (action, s.handler)
         }
         if case .publish(let fix) = action { handler?(.fix(fix)) }
-        return next
     }
 }

@@ -49,6 +49,11 @@ int locationd_epoll_control(int epfd, int operation, int fd, uint32_t events, ui
 int locationd_epoll_wait(int epfd, uint64_t *tags, uint32_t *events, int capacity, int timeout);
 /// eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK).
 int locationd_eventfd(void);
+/// timerfd_create(CLOCK_BOOTTIME, TFD_CLOEXEC | TFD_NONBLOCK): the clock `ContinuousClock` reads on Linux.
+int locationd_timerfd(void);
+/// timerfd_settime(fd, 0, ...): expires once, `seconds` + `nanoseconds` from now (all zero disarms it).
+/// 0, or -1 with errno.
+int locationd_timerfd_set(int fd, int64_t seconds, long nanoseconds);
 
 /// posix_openpt(O_RDWR|O_NOCTTY|O_CLOEXEC) + grantpt + unlockpt + ptsname_r: the master fd, the slave
 /// path in `name`. -1 with errno on failure.
