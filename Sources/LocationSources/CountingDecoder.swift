@@ -31,6 +31,11 @@ struct CountingDecoder: Sendable {
         decoder.decode(bytes, emit: emit)
     }
 
+    /// Decodes a chunk in memory (`NMEADecoder.decode(_:emit:)`'s non-generic path: a serial read's).
+    mutating func decode(_ bytes: UnsafeBufferPointer<UInt8>, emit: (Fix) -> Void) {
+        decoder.decode(bytes, emit: emit)
+    }
+
     /// Ends the input: delivers the last epoch (`NMEADecoder.finish`).
     mutating func finish(emit: (Fix) -> Void) {
         decoder.finish(emit: emit)

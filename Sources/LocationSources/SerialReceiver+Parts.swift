@@ -45,6 +45,8 @@ extension SerialReceiver {
     /// One read's bytes and the fixes they completed, kept between reads so that a read allocates nothing.
     struct ReadBuffer {
         private var bytes = [UInt8](repeating: 0, count: 4096)
+        /// The most one read takes.
+        var capacity: Int { bytes.count }
         /// The fixes the last `decode` completed.
         private(set) var fixes: [Fix] = []
 

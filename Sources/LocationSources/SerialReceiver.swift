@@ -157,7 +157,9 @@ public final class SerialReceiver: Receiver, @unchecked Sendable {
                 return
             case .success(let n):
                 consume(n)
-                if connection.device == nil { return }
+                // A read that did not fill the buffer took all the device had: stop without the read that
+                // would only say EAGAIN. Poll(2) is level-triggered, so bytes that came since wake it at once.
+                if connection.device == nil || n < input.capacity { return }
             case .failure(.wouldBlock):
                 return
             case .failure(let e):

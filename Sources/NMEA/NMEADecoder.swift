@@ -46,6 +46,25 @@ public struct NMEADecoder: Sendable {
     public mutating func decode<Bytes: Sequence>(_ bytes: Bytes, emit: (Fix) throws -> Void) rethrows
         where Bytes.Element == UInt8
     {
+        let handled: Void?? = try bytes.withContiguousStorageIfAvailable { chunk in try decode(chunk, emit: emit) }
+        guard handled == nil else { return }
+        // Not contiguous (a lazy filter, say): through a bounded buffer, whose chunks may cut sentences.
+        var chunk: [UInt8] = []
+        chunk.reserveCapacity(4096)
+        for byte in bytes {
+            chunk.append(byte)
+            if chunk.count == 4096 {
+                try chunk.withUnsafeBufferPointer { try decode($0, emit: emit) }
+                chunk.removeAll(keepingCapacity: true)
+            }
+        }
+        try chunk.withUnsafeBufferPointer { try decode($0, emit: emit) }
+    }
+
+    /// Decodes a chunk in memory; calls `emit` for each fix completed by it. The same as `decode(_:emit:)`
+    /// without the generic `Sequence`: a receiver in another module calls this compiled path directly, where
+    /// the generic one, not specialized across modules, went through `Sequence`'s witness table per chunk.
+    public mutating func decode(_ bytes: UnsafeBufferPointer<UInt8>, emit: (Fix) throws -> Void) rethrows {
         var malformed = 0, ignored = 0, fixes = 0
         defer {
             self.malformed += malformed

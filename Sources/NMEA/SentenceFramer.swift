@@ -60,12 +60,16 @@ public struct SentenceFramer: Sendable {
     public mutating func feed<Bytes: Sequence>(_ bytes: Bytes, _ body: (UnsafeBufferPointer<UInt8>) throws -> Void)
         rethrows where Bytes.Element == UInt8
     {
-        let handled: Void?? = try bytes.withContiguousStorageIfAvailable { chunk in
-            if let base = chunk.baseAddress { try feed(base, count: chunk.count, body) }
-        }
+        let handled: Void?? = try bytes.withContiguousStorageIfAvailable { chunk in try feed(chunk, body) }
         if handled == nil {
             for byte in bytes { try consume(byte, body) }
         }
+    }
+
+    /// Feeds a chunk in memory (`feed(_:_:)` without the generic `Sequence`: a caller in another module
+    /// reaches this compiled path directly, not through the protocol's witness table).
+    public mutating func feed(_ chunk: UnsafeBufferPointer<UInt8>, _ body: (UnsafeBufferPointer<UInt8>) throws -> Void) rethrows {
+        if let base = chunk.baseAddress { try feed(base, count: chunk.count, body) }
     }
 
     /// The contiguous path: a sentence that lies wholly inside the chunk is checked and delivered in place,
