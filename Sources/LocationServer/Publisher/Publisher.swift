@@ -224,9 +224,20 @@ struct Publisher {
 
     // MARK: - Fixes
 
-    /// The report the last `publish` (or `startWatching`) encoded at `accuracy`: a `TPV` line, or empty.
-    func reportBytes(_ accuracy: AccuracyAuthorization) -> [UInt8] {
-        accuracy == .full ? report.full : report.reduced
+    /// The report of the last `publish` (or `startWatching`) at `accuracy`: a `TPV` line, or empty when
+    /// there is none at that accuracy (`ensureReport` said so). Encoded once per fix, on the first call:
+    /// a fix only gpsd-front clients see (they get their own shapes of it) is never encoded here.
+    mutating func reportBytes(_ accuracy: AccuracyAuthorization) -> [UInt8] {
+        if accuracy == .full {
+            if report.full.isEmpty, report.fullDue, let latest {
+                encoder.appendTPV(latest, accuracy: "full", to: &report.full)
+            }
+            return report.full
+        }
+        if report.reduced.isEmpty, let reduced = report.reducedFix {
+            encoder.appendTPV(reduced, accuracy: "reduced", to: &report.reduced)
+        }
+        return report.reduced
     }
 
     /// The fix the last `publish` (or `startWatching`) reported at `accuracy`: the latest fix at full accuracy,
@@ -240,7 +251,8 @@ struct Publisher {
     /// asked for satellites: one message, so that a slow reader's queue replaces both together. Just the
     /// report when the fix lists no satellite. Encoded once per fix, on the first call.
     mutating func fullReportWithSatellites() -> [UInt8] {
-        guard let latest, !report.full.isEmpty, !latest.satellites.isEmpty else { return report.full }
+        let full = reportBytes(.full)
+        guard let latest, !full.isEmpty, !latest.satellites.isEmpty else { return full }
         if report.fullWithSky.isEmpty {
             report.fullWithSky = report.full
             encoder.appendSKY(latest, to: &report.fullWithSky)
@@ -360,25 +372,22 @@ struct Publisher {
         out.append(.fixState(to: subscribers.entries[index].id, fix: fix))
     }
 
-    /// Encodes the latest fix at `accuracy` unless it already is; false when there is nothing to send
-    /// (no fix with a position, or the fudger could not reduce it).
+    /// Readies the latest fix at `accuracy` (reduces it, once) unless it already is; false when there is
+    /// nothing to send (no fix with a position, or the fudger could not reduce it). `reportBytes` encodes.
     mutating func ensureReport(_ accuracy: AccuracyAuthorization, wall: Double) -> Bool {
         guard let latest, latest.hasPosition else { return false }
         if accuracy == .full {
-            if report.full.isEmpty {
-                encoder.appendTPV(latest, accuracy: "full", to: &report.full)
+            if !report.fullDue {
+                report.fullDue = true
                 report.fullPosition = Position(latest)
             }
             return true
         }
         if !report.reducedDone {
             report.reducedDone = true
-            if let reduced = fudger.reduce(latest, at: wall) {
-                encoder.appendTPV(reduced, accuracy: "reduced", to: &report.reduced)
-                report.reducedFix = reduced
-            }
+            report.reducedFix = fudger.reduce(latest, at: wall)
         }
-        return !report.reduced.isEmpty
+        return report.reducedFix != nil
     }
 
 }

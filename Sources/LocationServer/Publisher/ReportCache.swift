@@ -1,10 +1,13 @@
 import LocationCore
 
-/// The current report, encoded at most once per accuracy.
+/// The current report, encoded at most once per accuracy, when a native client first needs it.
 struct ReportCache: Sendable {
     /// Counts the fixes with a position published; pacing gives every connection of a client the same one.
     var serial: UInt64 = 0
+    /// Whether the full report is to be sent (`Publisher.ensureReport`); `full` is its TPV once encoded.
+    var fullDue = false
     var full: [UInt8] = []
+    /// The reduced fix's TPV once encoded (`Publisher.reportBytes`).
     var reduced: [UInt8] = []
     /// `full` and the fix's `SKY`, encoded when a watcher first wants it.
     var fullWithSky: [UInt8] = []
@@ -16,6 +19,7 @@ struct ReportCache: Sendable {
     /// A new fix: nothing of it is encoded yet (the buffers keep their capacity).
     mutating func next() {
         serial &+= 1
+        fullDue = false
         full.removeAll(keepingCapacity: true)
         reduced.removeAll(keepingCapacity: true)
         fullWithSky.removeAll(keepingCapacity: true)
