@@ -105,19 +105,16 @@ public final class NativeFront: Sendable {
         // Before any client is accepted: identifications queue behind it, so none is identified without
         // its user's login state when the policy depends on it.
         withState { $0.watchLoginSessionsIfNeeded() }
-        // libdispatch makes the timerfd(2) behind its timers when it first programs one, and keeps it; a
-        // timer it cannot make it for (EMFILE) never fires. The first timer the front arms may be the one
-        // that resumes accepting when the descriptors ran out (`acceptFailed`): one is armed now, while
-        // there are descriptors, far enough ahead to be programmed rather than run at once.
+        // libdispatch makes its timers' timerfd(2) when it first programs one; made in want of descriptors
+        // (EMFILE), the timer never fires — the one that resumes accepting (`acceptFailed`). Made now.
         queue.asyncAfter(deadline: .now() + .seconds(1)) {}
         // The clients' sockets, in one epoll set (EventPoller: a dispatch source per client crashed in
-        // libdispatch under churn). Without it the daemon cannot serve: it stops, and systemd says why.
-        // Its thread also runs the stuck-reader sweep when no fix did (`ServerState.sweepInterval`).
+        // libdispatch under churn), whose thread also ticks the stuck-reader sweep. Without it the daemon
+        // cannot serve: it stops, and systemd says why.
         let poller: EventPoller
         do {
-            poller = try EventPoller(tickEvery: state.withLock { $0.sweepInterval }, tick: { [weak self] in self?.post(.sweep) }) {
-                [weak self] events in self?.socketsReady(events)
-            }
+            poller = try EventPoller(tickEvery: state.withLock { $0.sweepInterval }, tick: { [weak self] in self?.post(.sweep) },
+                                     handler: { [weak self] in self?.socketsReady($0) })
         } catch {
             fatalError("cannot watch client sockets (epoll): \(error)")
         }

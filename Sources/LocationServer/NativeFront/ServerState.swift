@@ -33,7 +33,7 @@ enum ServerEvent: Sendable {
     case askTimeout(ask: Int)
     /// One-time grants' lifetimes may have ended (`scheduleOnceCheck`).
     case onceExpiries
-    /// The front's poller thread ticked (every `sweepInterval`): the stuck-reader sweep, if it is due.
+    /// The front's poller thread ticked (every `sweepInterval`): the stuck-reader sweep.
     case sweep
     /// A timed sharing pause may have ended (`armPauseEnd`).
     case sharingPauseEnds
@@ -67,8 +67,6 @@ struct ServerState {
     var pending: PendingIdentifications
     /// Connections per user, for `maxClientsPerUser`.
     private var connectionsPerUser: [UInt32: Int] = [:]
-    /// When the stuck-reader sweep is next due; nil while no client is connected (`armSweep`).
-    private var sweepDue: ContinuousClock.Instant?
     /// Whether the front was asked to watch logind (`watchLoginSessionsIfNeeded`).
     var loginSessionsWatched = false
     /// How fast each user opens connections (`UserConnectionRate`; `NativeFront.waitForIdentity`).
@@ -120,7 +118,6 @@ struct ServerState {
             close(id, why: "cannot watch the socket: \(error)")
             return nil
         }
-        armSweep(now: now.monotonic)
         switch front {
         case .native:
             send(id, ServerMessage.version(release: context.release))
@@ -255,7 +252,6 @@ struct ServerState {
         for report in uplinkReports { report.sink(report.fix, report.accuracy) }
         out.removeAll(keepingCapacity: true)
         deliveries = out
-        if let due = sweepDue, now.monotonic >= due { sweepStuckClients(now: now.monotonic) }
     }
 
     /// Turns the Publisher's decisions into messages.
@@ -317,7 +313,7 @@ struct ServerState {
         case .onceExpiries:
             checkOnceExpiries(at: now)
         case .sweep:
-            if let due = sweepDue, now.monotonic >= due { sweepStuckClients(now: now.monotonic) }
+            sweepStuckClients(now: now.monotonic)
         case .sharingPauseEnds:
             pauseMayHaveEnded(at: now.wall)
         case .blindTick:
@@ -345,9 +341,10 @@ struct ServerState {
     }
 
     /// A client that reads nothing for `clientTimeout` while messages wait for it — in our queue or in
-    /// the kernel's socket buffer (SIOCOUTQ) — is disconnected. One ioctl per client, every second or so
-    /// while fixes are published. A client is never cut early: its read progress is dated by the sweep that
-    /// saw it, after the read; a slower sweep only cuts it later.
+    /// the kernel's socket buffer (SIOCOUTQ) — is disconnected. One ioctl per client, every `sweepInterval`,
+    /// on the daemon's clock: never in a fix's turn, or when a client is cut would tell a client that may see
+    /// nothing when fixes come (docs/SECURITY.md "Timing"). A client is never cut early: its read progress
+    /// is dated by the sweep that saw it, after the read; a slower sweep only cuts it later.
     private mutating func sweepStuckClients(now: ContinuousClock.Instant) {
         var stuck: [Int] = []
         // Walked by index, not over `connections.indices`: that collection holds the table, so the first
@@ -359,23 +356,12 @@ struct ServerState {
             connections.formIndex(after: &index)
         }
         for id in stuck.sorted() { refuse(id, "read nothing for \(DurationText.seconds(limits.clientTimeout)) while messages waited") }
-        sweepDue = nil
-        armSweep(now: now)
     }
 
-    /// Makes the sweep due `min(1 s, clientTimeout / 4)` from now while clients are connected. The fix
-    /// that publishes after that runs it (`publish`), at no wake-up of its own; when no fix comes, the
-    /// front's poller thread does, every `sweepInterval` (`.sweep`): messages then wait for a client only
-    /// if it already did not read them, so a slower sweep delays nothing else.
-    private mutating func armSweep(now: ContinuousClock.Instant) {
-        guard !connections.isEmpty, sweepDue == nil else { return }
-        sweepDue = now + min(.seconds(1), sweepInterval)
-    }
-
-    /// How often the front's poller thread hands the state a `.sweep` (`NativeFront.start`): a quarter of
-    /// `clientTimeout` (7.5 s by default), so a client that reads nothing while no fix comes is cut at most
-    /// a quarter late.
-    /// (`* 0.25`: Duration's integer quotient is generic, unspecialized in the stdlib, and slow.)
-    var sweepInterval: Duration { max(limits.clientTimeout * 0.25, .milliseconds(10)) }
+    /// How often the front's poller thread hands the state a `.sweep` (`NativeFront.start`): a second, or a
+    /// quarter of `clientTimeout` when that is shorter, so a client is cut at most that much late. A wake-up
+    /// of a thread that is there anyway, not a libdispatch timer (which woke two threads and often made
+    /// one anew). (`* 0.25`: Duration's integer quotient is generic, unspecialized in the stdlib, and slow.)
+    var sweepInterval: Duration { max(min(.seconds(1), limits.clientTimeout * 0.25), .milliseconds(10)) }
 
 }
