@@ -89,6 +89,22 @@ struct StuckSweepTests {
         #expect(state.connections[id] != nil)
     }
 
+    @Test("a reader that keeps up but reads every 1.9 s, swept every second, is never cut at client-timeout 2 s")
+    func slowSteadyReaderKept() throws {
+        // Found by a helper attacking as uid 1: SIOCOUTQ on a Unix socket is the messages' memory charge, not
+        // their bytes, and such a reader, looked at between two of its reads, seemed to have read nothing.
+        var (state, id, peer, directory) = try Self.state(clientTimeout: .seconds(2))
+        defer { close(peer); rmdir(directory) }
+        let fixes = PublisherTests.positioned
+        for tenth in 1...300 {
+            let t = Double(tenth) / 10
+            state.publish(fixes[tenth % fixes.count], at: PublisherTests.moment(t))
+            if tenth % 19 == 0 { Self.drain(peer) }
+            if tenth % 10 == 5 { state.handle(.sweep, at: PublisherTests.moment(t)) }
+            if state.connections[id] == nil { Issue.record("cut at \(t) s"); break }
+        }
+    }
+
     @Test("with no fix, the poller's ticks alone cut a client that reads nothing, never before client-timeout")
     func cutByTimer() throws {
         var (state, id, peer, directory) = try Self.state(clientTimeout: .seconds(2))

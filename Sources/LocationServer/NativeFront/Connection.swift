@@ -14,8 +14,10 @@ struct Connection {
     var output = OutputQueue()
     var framer = LineFramer(maximumLineLength: ProtocolVersion.maximumRequestLength)
     var meter: RequestMeter
-    /// Stuck-reader detection: what the peer has read of `output.totalSent`, and when it last read some.
-    var peerRead = 0
+    /// Stuck-reader detection (`isStuck`): the kernel's count of unread output at the last look, what had
+    /// been sent by then, and when the peer last read some.
+    var unreadAtLastLook = 0
+    var sentAtLastLook = 0
     /// When (`ContinuousClock.Instant.sinceOrigin`: fixed layout, for the fan-out's sake).
     var lastReadProgress: Duration
     /// The identity, kept out of line: the connection table holds connections inline, at its load factor,
@@ -58,9 +60,14 @@ struct Connection {
     /// waited for it — in our queue or in the kernel's socket buffer (SIOCOUTQ); notes its progress if not.
     mutating func isStuck(now: ContinuousClock.Instant, timeout: Duration) -> Bool {
         let unreadInKernel = max(0, Int(locationd_socket_unread_bytes(fd)))
-        let read = output.totalSent - unreadInKernel
-        if read > peerRead || (unreadInKernel == 0 && output.isEmpty) {
-            peerRead = read
+        let sentSince = output.totalSent - sentAtLastLook
+        defer { (unreadAtLastLook, sentAtLastLook) = (unreadInKernel, output.totalSent) }
+        // A peer that read nothing leaves the count grown by at least what was sent since: SIOCOUTQ counts
+        // bytes on TCP, and each message's memory charge on a Unix socket (truesize: ~1280 for a 226-byte
+        // TPV, not its bytes). So a smaller count means it read. (Comparing bytes sent less that count with
+        // the most ever read took a charge for bytes: a reader keeping up, seen between two of its reads,
+        // seemed to have read nothing, and was cut — found by a helper attacking as uid 1.)
+        if unreadInKernel < unreadAtLastLook + sentSince || (unreadInKernel == 0 && output.isEmpty) {
             lastReadProgress = now.sinceOrigin
             return false
         }
