@@ -267,12 +267,14 @@ public final class ReceiverSet: Sendable {
             case .counts:
                 return (.none, nil, nil)
             }
-            armTimer(&s)
             return (action, status, s.handler)
         }
         guard let handler else { return }
         if let status { handler(.status(status)) }
         if case .publish(let fix) = action { handler(.fix(fix)) }
+        // After the owner has the fix: setting the clock (a system call at every other fix) adds nothing to
+        // the time from the read to the clients. `armTimer` reads the selector's deadline as it is now.
+        state.withLock { armTimer(&$0) }
     }
 
     /// The receiver's fix as its plausibility rules leave it (nil: dropped), and what they found.

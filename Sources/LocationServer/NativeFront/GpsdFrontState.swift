@@ -50,12 +50,13 @@ struct GpsdFrontState {
     var accepting: [AcceptThrottle] = []
     /// The NMEA socket's source and its back-off (`nmea-socket`).
     var nmeaAccepting = AcceptThrottle()
-    /// gpsd's error model of each receiver, by the fixes' `device` (receiver name).
-    private var models: [String: GpsdErrorModel] = [:]
+    /// gpsd's error model of each receiver, by the fixes' `device` (receiver name). A few receivers: a list
+    /// searched in order, where a dictionary would hash the name at every fix.
+    private var models: [(device: String, model: GpsdErrorModel)] = []
     /// The estimates of the latest fix with a position.
     private var estimates = GpsdEstimates()
     /// Receiver name → device path (DEVICE.path, TPV.device), refreshed for each new report.
-    var devicePaths: [String: String] = [:]
+    private(set) var devicePaths: [(name: String, path: String)] = []
     /// gpsd clients watching that may see no position (unauthorized, waiting for an agent, or When In Use
     /// without an active session): each tick of the blind clock gets them a `mode` 1 TPV, nothing more.
     var blind: Set<Int> = []
@@ -66,16 +67,35 @@ struct GpsdFrontState {
     static let blindInterval = Duration.seconds(1)
     /// The Publisher's report serial the encodings below belong to.
     private var serial: UInt64?
-    private var encoded: [EncodingKey: GpsdShapes] = [:]
-
-    private struct EncodingKey: Hashable {
-        var accuracy: AccuracyAuthorization
-    }
+    /// The encodings of report `serial` at each accuracy (two slots: nothing to hash at every fix).
+    private var encodedReduced: GpsdShapes?
+    private var encodedFull: GpsdShapes?
 
     /// A fix from the receivers: gpsd's model of its receiver computes the estimates (each fix once, in order).
     mutating func observe(_ fix: Fix) {
         guard fix.hasPosition else { return }
-        estimates = models[fix.device ?? "", default: GpsdErrorModel()].estimates(for: fix)
+        let device = fix.device ?? ""
+        if let i = models.firstIndex(where: { $0.device == device }) {
+            estimates = models[i].model.estimates(for: fix)
+        } else {
+            var model = GpsdErrorModel()
+            estimates = model.estimates(for: fix)
+            models.append((device, model))
+        }
+    }
+
+    /// The device path of receiver `name` (DEVICE.path, TPV.device); nil when not known.
+    func devicePath(of name: String) -> String? {
+        devicePaths.first { $0.name == name }?.path
+    }
+
+    /// Records receiver `name`'s device path.
+    mutating func setDevicePath(_ path: String, of name: String) {
+        if let i = devicePaths.firstIndex(where: { $0.name == name }) {
+            devicePaths[i].path = path
+        } else {
+            devicePaths.append((name, path))
+        }
     }
 
     /// The gpsd shapes of `fix` (the Publisher's report at `accuracy`, serial `serial`), encoded once per
@@ -87,17 +107,17 @@ struct GpsdFrontState {
     {
         if self.serial != serial {
             self.serial = serial
-            encoded.removeAll(keepingCapacity: true)
+            encodedReduced = nil
+            encodedFull = nil
         }
-        let key = EncodingKey(accuracy: accuracy)
-        if var done = encoded[key] {
+        if var done = accuracy == .full ? encodedFull : encodedReduced {
             if wanted && done.nmea.isEmpty {
                 NMEASynthesizer.appendEpoch(fix, satellites: accuracy == .full, to: &done.nmea)
-                encoded[key] = done
+                store(done, accuracy)
             }
             return done
         }
-        let device = fix.device.flatMap { devicePaths[$0] } ?? fix.device
+        let device = fix.device.flatMap { devicePath(of: $0) } ?? fix.device
         var shapes = GpsdShapes()
         if accuracy == .full {
             GpsdReports.appendTPV(fix, estimates: estimates, device: device, to: &shapes.tpv)
@@ -109,8 +129,12 @@ struct GpsdFrontState {
         shapes.skyAndTPV += shapes.sky
         shapes.skyAndTPV += shapes.tpv
         if wanted { NMEASynthesizer.appendEpoch(fix, satellites: accuracy == .full, to: &shapes.nmea) }
-        encoded[key] = shapes
+        store(shapes, accuracy)
         return shapes
+    }
+
+    private mutating func store(_ shapes: GpsdShapes, _ accuracy: AccuracyAuthorization) {
+        if accuracy == .full { encodedFull = shapes } else { encodedReduced = shapes }
     }
 
     /// A TPV without position, time or satellites: `mode` 1 (what a client that may see nothing gets, and

@@ -24,7 +24,7 @@ extension ServerState {
         let authorization = publisher.authorization(of: id, at: now)
         let seesState = authorization.status.isAuthorized && authorization.inUse && authorization.accuracy == .full
         let devices = GpsdFrontState.devices(reports, withState: seesState)
-        for r in reports { gpsdFront.devicePaths[r.name] = r.path ?? r.name }
+        for r in reports { gpsdFront.setDevicePath(r.path ?? r.name, of: r.name) }
         var reply = session.conversation.receive(input, devices: devices)
         connections[id]?.gpsd?.conversation = session.conversation
         if !reply.pollOffsets.isEmpty {
@@ -199,12 +199,12 @@ extension ServerState {
 
     /// The first receiver's device path (TPV.device of a fix-less TPV; names no location).
     private func gpsdDefaultDevice() -> String? {
-        gpsdFront.devicePaths.values.sorted().first
+        gpsdFront.devicePaths.map(\.path).sorted().first
     }
 
     /// Receiver names → device paths, from the receivers' snapshot (refreshed at each client read).
     private mutating func refreshDevicePaths() {
         guard gpsdFront.devicePaths.isEmpty else { return }
-        for r in context.receivers.receiverReports() { gpsdFront.devicePaths[r.name] = r.path ?? r.name }
+        for r in context.receivers.receiverReports() { gpsdFront.setDevicePath(r.path ?? r.name, of: r.name) }
     }
 }
