@@ -27,11 +27,17 @@ public final class ReceiverSet: Sendable {
         case status(ReceiverStatus)
     }
 
+    /// The owner's handler, in a struct: a bare closure handed out of `withLock` (generic over its result)
+    /// is converted to the generic calling convention through a thunk allocated at every fix.
+    private struct Owner: Sendable {
+        let handle: @Sendable (Event) -> Void
+    }
+
     private struct State {
         /// In configuration order.
         var receivers: [any Receiver]
         var selector: FixSelector
-        var handler: (@Sendable (Event) -> Void)?
+        var handler: Owner?
         /// One per running receiver: the token of its current start (events of a receiver that was
         /// replaced or removed carry an old token and are dropped) and its plausibility rules and history
         /// (docs/RECEIVERS.md), made at its first fix and forgotten when it disconnects or is replaced.
@@ -99,7 +105,7 @@ public final class ReceiverSet: Sendable {
     /// It must not wait for a receiver or call back into the set.
     public func start(_ handler: @escaping @Sendable (Event) -> Void) {
         let started = state.withLock { s in
-            s.handler = handler
+            s.handler = Owner(handle: handler)
             return s.receivers.map { (receiver: $0, token: Self.issueToken(for: $0.name, in: &s)) }
         }
         for (receiver, token) in started { startReceiver(receiver, token: token) }
@@ -199,7 +205,7 @@ public final class ReceiverSet: Sendable {
         }
         for receiver in toStop { receiver.stop() }
         for (receiver, token) in started { startReceiver(receiver, token: token) }
-        if case .publish(let fix) = action { handler?(.fix(fix)) }
+        if case .publish(let fix) = action { handler?.handle(.fix(fix)) }
         return change
     }
 
@@ -237,7 +243,7 @@ public final class ReceiverSet: Sendable {
             return
         }
         let now = ContinuousClock.now.sinceOrigin
-        let (action, status, handler) = state.withLock { s -> (FixSelector.Action, ReceiverStatus?, (@Sendable (Event) -> Void)?) in
+        let (action, status, handler) = state.withLock { s -> (FixSelector.Action, ReceiverStatus?, Owner?) in
             guard let slot = s.slot(token: token) else { return (.none, nil, nil) }
             let action: FixSelector.Action
             var status: ReceiverStatus? = nil
@@ -270,8 +276,8 @@ public final class ReceiverSet: Sendable {
             return (action, status, s.handler)
         }
         guard let handler else { return }
-        if let status { handler(.status(status)) }
-        if case .publish(let fix) = action { handler(.fix(fix)) }
+        if let status { handler.handle(.status(status)) }
+        if case .publish(let fix) = action { handler.handle(.fix(fix)) }
         // After the owner has the fix: setting the clock (a system call at every other fix) adds nothing to
         // the time from the read to the clients. `armTimer` reads the selector's deadline as it is now.
         state.withLock { armTimer(&$0) }
@@ -320,7 +326,7 @@ public final class ReceiverSet: Sendable {
     /// deadline.
     private func clockTick() {
         let now = ContinuousClock.now.sinceOrigin
-        let (action, handler) = state.withLock { s -> (FixSelector.Action, (@Sendable (Event) -> Void)?) in
+        let (action, handler) = state.withLock { s -> (FixSelector.Action, Owner?) in
             guard s.handler != nil else { return (.none, nil) }
             let action = s.selector.tick(now: now)
             if case .publish(let fix) = action { published.withLock { $0.latestFix = fix } }
@@ -328,6 +334,6 @@ public final class ReceiverSet: Sendable {
             armTimer(&s, now: now)
             return (action, s.handler)
         }
-        if case .publish(let fix) = action { handler?(.fix(fix)) }
+        if case .publish(let fix) = action { handler?.handle(.fix(fix)) }
     }
 }

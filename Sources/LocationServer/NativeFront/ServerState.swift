@@ -245,7 +245,9 @@ struct ServerState {
     mutating func publish(_ fix: Fix, at now: Moment) {
         guard !stopped else { return }
         if gpsdFront.enabled { gpsdFront.observe(fix) }
+        // Taken out, not copied: with `deliveries` still holding the storage, the first append would copy it.
         var out = deliveries
+        deliveries = []
         publisher.publish(fix, at: now, into: &out)
         let uplinkReports = publisher.publishUplinks(at: now, into: &out)
         deliver(out, at: now.wall)
