@@ -44,6 +44,12 @@ SWIFTFLAGS ?= --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker n
 	-Xswiftc -Xfrontend -Xswiftc -function-sections \
 	-Xlinker --symbol-ordering-file=$(CURDIR)/Scripts/locationd.order -Xlinker --no-warn-symbol-ordering \
 	-Xlinker -T$(CURDIR)/Scripts/locationd-text.ld
+# -disable-type-layout (a frontend option): values of large structs — a `Fix` is ~450 bytes — are then
+# copied and destroyed by code made for their type, where type-layout lowering called the runtime's
+# generic value witnesses through the type's metadata (an optional fix destroyed: six pages of
+# libswiftCore's code, at every epoch, none of which stay in the TLB across the 100 ms between epochs).
+# Issue 13: the gpsd front's CPU at 1 client, Benchmarks/README.md.
+SWIFTFLAGS += -Xswiftc -Xfrontend -Xswiftc -disable-type-layout
 # --no-export-dynamic: the Swift driver links executables with --export-dynamic, which put ~4,900 of our
 # and the standard library's symbols in the dynamic symbol table (~0.4 MiB of .dynsym, .dynstr and hash
 # that the loader reads at every start, and that every library's symbol look-up searched first). Nothing
