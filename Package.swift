@@ -58,7 +58,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["LocationPosix"], path: "Tests/TestSupport"),
         .testTarget(name: "LocationServerTests", dependencies: ["LocationServer", "LocationSources", "LocationWire", "LocationPosix", "LocationCore", "NMEA", "LocationPolicy", "TestSupport"]),
         .testTarget(name: "LocationPolicyTests", dependencies: ["LocationPolicy", "LocationCore", "LocationWire", "TestSupport"]),
-        .testTarget(name: "LocationSourcesTests", dependencies: ["LocationSources", "LocationPosix", "NMEA", "LocationCore"]),
+        .testTarget(name: "LocationSourcesTests", dependencies: ["LocationSources", "LocationPosix", "NMEA", "LocationCore", "TestSupport"]),
         // The MQTT uplink against a real mosquitto broker, with mosquitto_sub as the consumer.
         .testTarget(name: "LocationUplinkTests", dependencies: ["LocationUplink", "LocationCore", "LocationWire", "LocationPosix", "TestSupport"]),
         // The systemd units, socket activation, readiness/watchdog, reload and install, on the real binary.

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import LocationPosix
+import TestSupport
 
 /// A stand-in for locationd: listens on a Unix socket in a fresh temporary directory and serves
 /// connections one after another on a background thread, each with a script that speaks the protocol
@@ -18,7 +19,7 @@ final class FakeServer: Sendable {
     /// Starts serving `connections` connections with `script`, then stops accepting.
     init(connections: Int = 1, script: @escaping @Sendable (FakePeer) -> Void) throws {
         var template = Array("/tmp/locationclient-test-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw Errno.current }
+        guard let made = TemporaryDirectories.mkdtemp(&template) else { throw Errno.current }
         directory = String(cString: made)
         path = directory + "/locationd.sock"
         listener = try ListeningSocket(path: path, mode: 0o600)

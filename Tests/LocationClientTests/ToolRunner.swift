@@ -25,7 +25,7 @@ enum Tools {
     /// A fresh temporary directory.
     static func temporaryDirectory(_ prefix: String) throws -> String {
         var template = Array("/tmp/\(prefix)-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw Errno.current }
+        guard let made = TemporaryDirectories.mkdtemp(&template) else { throw Errno.current }
         return String(cString: made)
     }
 }

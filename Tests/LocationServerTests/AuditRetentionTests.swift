@@ -4,6 +4,7 @@ import Glibc
 import LocationPosix
 @testable import LocationServer
 import Testing
+import TestSupport
 
 /// Issue 12, hole 1: the audit's retention — per-user files, so that no user evicts another's records
 /// or the administrators' — and AUDIT's pages, which cover any size of log.
@@ -46,7 +47,7 @@ struct AuditRetentionTests {
 
     static func directory() -> String {
         var template = Array("/tmp/locationd-audit-XXXXXX".utf8CString)
-        return String(cString: mkdtemp(&template)!)
+        return String(cString: TemporaryDirectories.mkdtemp(&template)!)
     }
 
     static func line(_ t: Int, uid: UInt32, _ padding: Int = 0) -> [UInt8] {

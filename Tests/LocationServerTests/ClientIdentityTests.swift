@@ -5,6 +5,7 @@ import Glibc
 import LocationPolicy
 @testable import LocationServer
 import Testing
+import TestSupport
 
 /// How a client's systemd unit is read from its cgroup path (cgroup v2, `/proc/PID/cgroup`).
 @Suite("Client identity: systemd unit")
@@ -47,7 +48,7 @@ struct PeerPinningTests {
     /// A listening socket in a fresh directory.
     static func listener() throws -> (ListeningSocket, String) {
         var template = Array("/tmp/locationd-pin-XXXXXX".utf8CString)
-        let directory = try #require(mkdtemp(&template).map { String(cString: $0) })
+        let directory = try #require(TemporaryDirectories.mkdtemp(&template).map { String(cString: $0) })
         chmod(directory, 0o755)
         return (try ListeningSocket(path: directory + "/s.sock", mode: 0o666), directory)
     }

@@ -7,6 +7,7 @@ import LocationPosix
 import LocationServer
 import LocationSources
 import Testing
+import TestSupport
 
 /// The config file (issue 6): every documented key, each error kind with file:line:key, drop-in order,
 /// and the daemon's exit codes.
@@ -15,7 +16,7 @@ struct ConfigurationTests {
     /// Writes files into a fresh temporary directory; returns its path.
     static func directory(_ files: [String: String]) -> String {
         var template = Array("/tmp/locationd-conf-XXXXXX".utf8CString)
-        let dir = String(cString: mkdtemp(&template)!)
+        let dir = String(cString: TemporaryDirectories.mkdtemp(&template)!)
         for (name, text) in files {
             if name.contains("/") { mkdir(dir + "/" + String(name[..<name.lastIndex(of: "/")!]), 0o755) }
             FileManager.default.createFile(atPath: dir + "/" + name, contents: Data(text.utf8))

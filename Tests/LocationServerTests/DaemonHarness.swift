@@ -38,7 +38,7 @@ final class DaemonProcess {
     init(config body: String, daemonKeys: String = "", launcher: [String] = [], owner: (uid: uid_t, gid: gid_t)? = nil) throws {
         self.launcher = launcher
         var template = Array("/tmp/locationd-e2e-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw Errno.current }
+        guard let made = TemporaryDirectories.mkdtemp(&template) else { throw Errno.current }
         directory = String(cString: made)
         socketPath = directory + "/locationd.sock"
         logPath = directory + "/daemon.log"

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import LocationPosix
 import Testing
+import TestSupport
 
 /// `FileDescriptorOps.directoryEntries` / `entryName`: identifying a client lists `/proc/PID/fd` of its
 /// user's processes. Found under AddressSanitizer (the identity-queue flood test, 19 500 descriptors a
@@ -34,7 +35,7 @@ struct DirectoryEntriesTests {
     @Test("names of every length up to NAME_MAX, read to their end and no further")
     func longNames() throws {
         var template = Array("/tmp/locationd-dirent-XXXXXX".utf8CString)
-        let directory = try #require(mkdtemp(&template).map { String(cString: $0) })
+        let directory = try #require(TemporaryDirectories.mkdtemp(&template).map { String(cString: $0) })
         defer { _ = try? FileDescriptorOps.directoryEntries(atPath: directory).get().forEach { unlink(directory + "/" + $0) }; rmdir(directory) }
         let expected = Set((1...255).map { String(repeating: "n", count: $0) })
         for name in expected { close(open(directory + "/" + name, O_CREAT | O_WRONLY, 0o600)) }

@@ -4,6 +4,7 @@ import Glibc
 import FoundationEssentials
 import LocationPosix
 import Testing
+import TestSupport
 @testable import LocationServer
 
 /// The state directory's filesystem full, for real: a tmpfs of a few KiB mounted for the test (tests run
@@ -14,7 +15,7 @@ struct FullDiskTests {
     /// A fresh tmpfs of `kib` KiB on a temporary directory, unmounted by `unmount`.
     static func tmpfs(kib: Int) throws -> String {
         var template = Array("/tmp/locationd-full-XXXXXX".utf8CString)
-        let made = try #require(mkdtemp(&template))
+        let made = try #require(TemporaryDirectories.mkdtemp(&template))
         let path = String(cString: made)
         let rc = mount("tmpfs", path, "tmpfs", 0, "size=\(kib)k,mode=0755")
         try #require(rc == 0, "mount tmpfs on \(path): \(Errno.current) (the tests run as root)")

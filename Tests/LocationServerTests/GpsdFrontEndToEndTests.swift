@@ -4,6 +4,7 @@ import Glibc
 import FoundationEssentials
 import LocationPosix
 import Testing
+import TestSupport
 
 /// Issue 13: the gpsd front of the real daemon, with Debian's real gpsd clients (gpspipe, python3-gps)
 /// over TCP loopback, under the policy; positions checked against gpsd's own decoding of the capture
@@ -55,7 +56,7 @@ struct GpsdFrontEndToEndTests {
 
     static func run(_ arguments: [String]) throws -> String {
         var template = Array("/tmp/locationd-gpsdfront-XXXXXX".utf8CString)
-        let directory = try #require(mkdtemp(&template).map { String(cString: $0) })
+        let directory = try #require(TemporaryDirectories.mkdtemp(&template).map { String(cString: $0) })
         chmod(directory, 0o755)
         defer { _ = try? FileManager.default.removeItem(atPath: directory) }
         return try PolicyEndToEndTests.run(arguments, in: directory).stdout
@@ -211,7 +212,7 @@ struct GpsdFrontEndToEndTests {
         defer { daemon.stop() }
         let agent = try RawClient.agent(daemon.socketPath)
         var template = Array("/tmp/locationd-gpsdfront-XXXXXX".utf8CString)
-        let directory = try #require(mkdtemp(&template).map { String(cString: $0) })
+        let directory = try #require(TemporaryDirectories.mkdtemp(&template).map { String(cString: $0) })
         let gpspipe = try PolicyEndToEndTests.start(["timeout", "20", "gpspipe", "-w", "-n", "40", "127.0.0.1:\(port)"], in: directory)
         let ask = try #require(agent.message("ASK"))
         guard case .object(let who)? = ask["client"] else { Issue.record("ASK without client"); return }
@@ -270,7 +271,7 @@ struct GpsdFrontEndToEndTests {
         let daemon = try Self.daemon(port: port, policy: "access = deny")
         defer { daemon.stop() }
         var template = Array("/tmp/locationd-gpsdfront-XXXXXX".utf8CString)
-        let directory = try #require(mkdtemp(&template).map { String(cString: $0) })
+        let directory = try #require(TemporaryDirectories.mkdtemp(&template).map { String(cString: $0) })
         chmod(directory, 0o755)
         let gpspipe = try PolicyEndToEndTests.start(["timeout", "20"] + Self.asNobody + ["gpspipe", "-w", "-n", "60", "127.0.0.1:\(port)"],
                                                     in: directory)

@@ -4,6 +4,7 @@ import Glibc
 import FoundationEssentials
 import LocationPosix
 import Testing
+import TestSupport
 
 /// Issue 13: when gpsd already holds the address `gpsd-listen` names, the daemon says so — the address is in
 /// use, by gpsd, and how to free gpsd's port — instead of "in use by a running daemon".
@@ -13,7 +14,7 @@ struct GpsdPortInUseTests {
     /// standard error.
     static func daemonFailing(on address: String) throws -> (status: Int32, stderr: String) {
         var template = Array("/tmp/locationd-inuse-XXXXXX".utf8CString)
-        let directory = try #require(mkdtemp(&template).map { String(cString: $0) })
+        let directory = try #require(TemporaryDirectories.mkdtemp(&template).map { String(cString: $0) })
         defer { _ = try? FileManager.default.removeItem(atPath: directory) }
         let config = """
             [daemon]
@@ -30,7 +31,7 @@ struct GpsdPortInUseTests {
     func gpsdHoldsThePort() throws {
         let port = try GpsdFrontEndToEndTests.freePort()
         var template = Array("/tmp/locationd-gpsd-XXXXXX".utf8CString)
-        let directory = try #require(mkdtemp(&template).map { String(cString: $0) })
+        let directory = try #require(TemporaryDirectories.mkdtemp(&template).map { String(cString: $0) })
         defer { _ = try? FileManager.default.removeItem(atPath: directory) }
         // The real gpsd, in the foreground, no device, listening on loopback `port` (-S).
         let gpsd = try PolicyEndToEndTests.start(["/usr/sbin/gpsd", "-N", "-n", "-S", String(port), "-F", directory + "/gpsd.sock"],
@@ -52,7 +53,7 @@ struct GpsdPortInUseTests {
     func otherProgramHoldsThePort() throws {
         let port = try GpsdFrontEndToEndTests.freePort()
         var template = Array("/tmp/locationd-socat-XXXXXX".utf8CString)
-        let directory = try #require(mkdtemp(&template).map { String(cString: $0) })
+        let directory = try #require(TemporaryDirectories.mkdtemp(&template).map { String(cString: $0) })
         defer { _ = try? FileManager.default.removeItem(atPath: directory) }
         let socat = try PolicyEndToEndTests.start(["/usr/bin/socat", "TCP-LISTEN:\(port),bind=127.0.0.1,reuseaddr", "STDOUT"], in: directory)
         defer { kill(socat.pid, SIGKILL); _ = PolicyEndToEndTests.finish(socat) }

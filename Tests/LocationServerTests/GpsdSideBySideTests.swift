@@ -3,6 +3,7 @@ import Glibc
 #endif
 import FoundationEssentials
 import Testing
+import TestSupport
 
 /// Issue 13: Debian's own gpsd clients — gpxlogger, gpscsv, gpspipe -w — run unchanged against locationd's gpsd
 /// front and against gpsd itself (gpsfake) replaying the same capture (Demo/haicom-305N.log), and what each tool
@@ -165,7 +166,7 @@ struct GpsdSideBySideTests {
     @Test("gpxlogger, gpscsv and gpspipe -w print the same epochs from locationd as from gpsd")
     func sameOutput() throws {
         var template = Array("/tmp/locationd-sidebyside-XXXXXX".utf8CString)
-        let directory = try #require(mkdtemp(&template).map { String(cString: $0) })
+        let directory = try #require(TemporaryDirectories.mkdtemp(&template).map { String(cString: $0) })
         chmod(directory, 0o755)
         defer { _ = try? FileManager.default.removeItem(atPath: directory) }
         let gpsd = try Self.againstGpsd(in: directory)

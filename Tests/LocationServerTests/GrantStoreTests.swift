@@ -6,6 +6,7 @@ import LocationPolicy
 import LocationPosix
 @testable import LocationServer
 import Testing
+import TestSupport
 
 /// The grant store's file across the move off Foundation: stores written by the old code load, stores
 /// written now load in the old code (Foundation's `JSONDecoder`, used here only as that reference),
@@ -97,7 +98,7 @@ struct GrantStoreTests {
     /// A fresh state directory, optionally holding `grants.json` with `text`.
     static func directory(grants text: String? = nil) -> String {
         var template = Array("/tmp/locationd-grants-XXXXXX".utf8CString)
-        let dir = String(cString: mkdtemp(&template)!)
+        let dir = String(cString: TemporaryDirectories.mkdtemp(&template)!)
         if let text { _ = GrantStore.writeAtomicallyForTests(path: dir + "/grants.json", text) }
         return dir
     }

@@ -58,7 +58,7 @@ struct LoginSessionsLoadingTests {
         defer { _ = daemon.stop() }
         #expect(!Self.eventually(0.5) { Self.mapsLibsystemd(daemon) })
         let grant = try PolicyEndToEndTests.run([AuditFloodTests.locationctl, "--socket", daemon.socketPath, "grant", "--executable",
-                                                 "/usr/bin/true", "--user", "0", "--when-in-use"], in: "/tmp")
+                                                 "/usr/bin/true", "--user", "0", "--when-in-use"], in: daemon.directory)
         #expect(grant.status == 0, "\(grant)")
         #expect(Self.eventually(5) { Self.mapsLibsystemd(daemon) })
     }

@@ -4,6 +4,7 @@ import Glibc
 import FoundationEssentials
 import LocationPosix
 import Testing
+import TestSupport
 
 /// Issue 13: the NMEA socket (`nmea-socket`, for GeoClue's `[network-nmea] nmea-socket`) of the real daemon,
 /// replaying the demo capture: Unix-socket clients identified from the kernel, sent sentences synthesized from
@@ -14,7 +15,7 @@ struct NMEASocketTests {
     /// A directory anyone may enter (the NMEA socket lives there; clients run as other users).
     static func openDirectory() throws -> String {
         var template = Array("/tmp/locationd-nmea-XXXXXX".utf8CString)
-        let directory = try #require(mkdtemp(&template).map { String(cString: $0) })
+        let directory = try #require(TemporaryDirectories.mkdtemp(&template).map { String(cString: $0) })
         chmod(directory, 0o755)
         return directory
     }

@@ -6,6 +6,7 @@ import LocationPolicy
 import LocationPosix
 import LocationWire
 import Testing
+import TestSupport
 @testable import LocationServer
 
 /// One-time grants share one timer. Found by `Scripts/soak`: each grant set a timer for its whole
@@ -20,7 +21,7 @@ struct OnceTimerTests {
     @Test("200 clients granted once and gone leave one timer pending, not 200; it still ends a live grant")
     func oneTimerForAll() throws {
         var template = Array("/tmp/locationd-once-XXXXXX".utf8CString)
-        let directory = String(cString: try #require(mkdtemp(&template)))
+        let directory = String(cString: try #require(TemporaryDirectories.mkdtemp(&template)))
         defer { _ = FileDescriptorOps.unlink(directory + "/fudger.secret"); rmdir(directory) }
         var defaults = PolicyDefaults()
         defaults.access = .once

@@ -175,7 +175,7 @@ struct PolicyEndToEndTests {
     /// root can enter), for a daemon run as another user.
     static func readableCapture() throws -> String {
         var template = Array("/tmp/locationd-capture-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw Errno.current }
+        guard let made = TemporaryDirectories.mkdtemp(&template) else { throw Errno.current }
         let directory = String(cString: made)
         chmod(directory, 0o755)
         let copy = directory + "/haicom-305N.log"

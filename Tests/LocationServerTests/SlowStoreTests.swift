@@ -8,6 +8,7 @@ import LocationWire
 import FoundationEssentials
 import NMEA
 import Testing
+import TestSupport
 @testable import LocationServer
 
 /// Issue 11: slow work never runs on the fan-out path. The server in this process, a grant-store write
@@ -21,7 +22,7 @@ struct SlowStoreTests {
     @Test("a grant store write stalled for 2 s delays no fix to a subscriber; the admin's reply waits for the write")
     func slowGrantWrite() throws {
         var template = Array("/tmp/locationd-slow-XXXXXX".utf8CString)
-        let directory = try #require(mkdtemp(&template).map { String(cString: $0) })
+        let directory = try #require(TemporaryDirectories.mkdtemp(&template).map { String(cString: $0) })
         defer { _ = try? FileManager.default.removeItem(atPath: directory) }
         let listener = try ListeningSocket(path: directory + "/locationd.sock", mode: 0o600)
         let log = Log(level: .error)

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import FoundationEssentials
 import Testing
+import TestSupport
 
 /// The state directory must be the daemon's own: one that others can write to, or that another user owns,
 /// is refused at start. Found by a helper attacking the uplink: in a 1777 state directory another user
@@ -13,7 +14,7 @@ struct StateDirectoryTests {
     /// the tests run); returns its exit status and standard error.
     static func start(stateMode mode: mode_t, owner: uid_t? = nil) throws -> (status: Int32, stderr: String) {
         var template = Array("/tmp/locationd-statedir-XXXXXX".utf8CString)
-        let directory = try #require(mkdtemp(&template).map { String(cString: $0) })
+        let directory = try #require(TemporaryDirectories.mkdtemp(&template).map { String(cString: $0) })
         defer { _ = try? FileManager.default.removeItem(atPath: directory) }
         let state = directory + "/state"
         #expect(mkdir(state, 0o700) == 0)

@@ -5,6 +5,7 @@ import LocationCore
 import LocationPolicy
 import LocationPosix
 import Testing
+import TestSupport
 @testable import LocationServer
 
 /// The stuck-reader sweep runs on the daemon's clock, on the front's poller thread (a `.sweep` every
@@ -18,7 +19,7 @@ struct StuckSweepTests {
     /// connected over a socket pair whose other end this test holds; the client watches.
     static func state(clientTimeout: Duration = .seconds(30)) throws -> (ServerState, id: Int, peer: Int32, directory: String) {
         var template = Array("/tmp/locationd-sweep-XXXXXX".utf8CString)
-        let directory = String(cString: try #require(mkdtemp(&template)))
+        let directory = String(cString: try #require(TemporaryDirectories.mkdtemp(&template)))
         var limits = ServerLimits()
         limits.clientTimeout = clientTimeout
         let log = Log(level: .error)

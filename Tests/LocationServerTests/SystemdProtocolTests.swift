@@ -30,7 +30,7 @@ struct SystemdProtocolTests {
 
     static func temporaryDirectory() throws -> String {
         var template = Array("/tmp/locationd-sdproto-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw Errno.current }
+        guard let made = TemporaryDirectories.mkdtemp(&template) else { throw Errno.current }
         return String(cString: made)
     }
 

@@ -5,6 +5,7 @@ import LocationPolicy
 import LocationPosix
 @testable import LocationServer
 import Testing
+import TestSupport
 
 /// Issue 13: the gpsd front's TCP listener, and the identity of a TCP peer from the kernel only
 /// (sock_diag owner and inode, the process holding it, pinned and re-checked).
@@ -20,7 +21,7 @@ struct TCPPeerTests {
 
     static func temporaryDirectory() throws -> String {
         var template = Array("/tmp/locationd-tcp-XXXXXX".utf8CString)
-        let directory = try #require(mkdtemp(&template).map { String(cString: $0) })
+        let directory = try #require(TemporaryDirectories.mkdtemp(&template).map { String(cString: $0) })
         chmod(directory, 0o755)
         return directory
     }

@@ -151,7 +151,7 @@ struct WhenInUseEndToEndTests {
     @Test("a When-In-Use client streams while the session is active, gets nothing while it is not, and resumes")
     func pausesAndResumes() throws {
         var template = Array("/tmp/locationd-logins-XXXXXX".utf8CString)
-        let logins = String(cString: try #require(mkdtemp(&template)))
+        let logins = String(cString: try #require(TemporaryDirectories.mkdtemp(&template)))
         defer { _ = try? FileManager.default.removeItem(atPath: logins) }
         let shim = try LoginShim.build(in: logins)
         Self.setState("active", uid: 0, in: logins)
@@ -159,7 +159,7 @@ struct WhenInUseEndToEndTests {
                                        launcher: ["env", "LD_PRELOAD=\(shim)", "LOCATIOND_TEST_LOGIN_DIR=\(logins)"])
         // The administrator grants When In Use ahead of asking, with locationctl.
         let grant = try PolicyEndToEndTests.run([AuditFloodTests.locationctl, "--socket", daemon.socketPath, "grant", "--executable",
-                                                 PolicyEndToEndTests.selfExecutable, "--user", "0", "--when-in-use"], in: "/tmp")
+                                                 PolicyEndToEndTests.selfExecutable, "--user", "0", "--when-in-use"], in: daemon.directory)
         #expect(grant.status == 0 && grant.stdout.hasPrefix("granted When In Use access to"), "\(grant)")
         let admin = try RawClient(daemon.socketPath)
         admin.send(#"{"class":"GRANTS"}"#)
@@ -230,7 +230,7 @@ struct WhenInUseEndToEndTests {
     @Test("the gpsd front: a When-In-Use gpsd client gets gpsd's no-fix TPVs while not in use, positions again after")
     func gpsdFront() throws {
         var template = Array("/tmp/locationd-logins-XXXXXX".utf8CString)
-        let logins = String(cString: try #require(mkdtemp(&template)))
+        let logins = String(cString: try #require(TemporaryDirectories.mkdtemp(&template)))
         defer { _ = try? FileManager.default.removeItem(atPath: logins) }
         let shim = try LoginShim.build(in: logins)
         Self.setState("active", uid: 0, in: logins)
@@ -263,7 +263,7 @@ struct WhenInUseEndToEndTests {
     @Test("an Always grant streams whatever the session; logind's other words are not in use", arguments: ["offline", "lingering", "closing"])
     func alwaysIgnoresSession(word: String) throws {
         var template = Array("/tmp/locationd-logins-XXXXXX".utf8CString)
-        let logins = String(cString: try #require(mkdtemp(&template)))
+        let logins = String(cString: try #require(TemporaryDirectories.mkdtemp(&template)))
         defer { _ = try? FileManager.default.removeItem(atPath: logins) }
         let shim = try LoginShim.build(in: logins)
         Self.setState(word, uid: 0, in: logins)

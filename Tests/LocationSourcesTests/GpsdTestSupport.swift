@@ -5,6 +5,7 @@ import Dispatch
 import FoundationEssentials
 import LocationPosix
 import Testing
+import TestSupport
 
 // The gpsd side of GpsdReceiverTests: gpsd's tools, a scratch directory, child processes, TCP sockets.
 
@@ -54,7 +55,7 @@ struct GpsdScratch {
 
     init() throws {
         var template = Array("/tmp/locationd-gpsd-test-XXXXXX".utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        let made = template.withUnsafeMutableBufferPointer { TemporaryDirectories.mkdtemp($0.baseAddress!) }
         try #require(made != nil, "mkdtemp: \(Errno.current)")
         path = String(cString: made!)
     }

@@ -92,7 +92,7 @@ final class Scratch {
     let path: String
     init() throws {
         var template = Array("/tmp/locationd-uplink-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw Errno.current }
+        guard let made = TemporaryDirectories.mkdtemp(&template) else { throw Errno.current }
         path = String(cString: made)
         chmod(path, 0o755)
     }

@@ -65,7 +65,7 @@ final class TemporaryDirectory {
 
     init(_ prefix: String = "locationd-systemd") throws {
         var template = Array("/tmp/\(prefix)-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw Errno.current }
+        guard let made = TemporaryDirectories.mkdtemp(&template) else { throw Errno.current }
         path = String(cString: made)
     }
 
