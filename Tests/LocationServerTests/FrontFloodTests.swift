@@ -113,4 +113,40 @@ struct FrontFloodTests {
         #expect(closed >= 1, "no connection of the flooding user was closed: \(out)")
         #expect(daemon.log.contains("this user's connections together sent more than"), "\(daemon.log.suffix(2000))")
     }
+
+    /// Sends one line of 1500 `?DEVICES;` requests (13.5 KB, under the 16 KiB a line may take) and reads until
+    /// the daemon closes; prints how many DEVICES answers came and whether the connection was closed.
+    static let batch = """
+    import socket, sys
+    host, port = sys.argv[1].rsplit(":", 1)
+    s = socket.create_connection((host, int(port))); s.settimeout(5)
+    s.sendall(b"?DEVICES;" * 1500 + b"\\n")
+    got, closed = b"", False
+    try:
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                closed = True
+                break
+            got += chunk
+    except ConnectionResetError:
+        closed = True
+    except socket.timeout:
+        pass
+    print("devices", got.count(b'"class":"DEVICES"'), "closed", closed)
+    """
+
+    @Test("a gpsd client asking thousands of requests in one read is refused before they are answered (an attacker stalled the daemon so)")
+    func requestsInOneRead() throws {
+        let port = try GpsdFrontEndToEndTests.freePort()
+        let daemon = try GpsdFrontEndToEndTests.daemon(port: port, policy: "access = deny")
+        defer { daemon.stop() }
+        let out = try GpsdFrontEndToEndTests.run(["/usr/bin/python3", "-c", Self.batch, "127.0.0.1:\(port)"])
+        // The 1500 requests were refused whole, none answered (the daemon's ERROR may be lost to the reset that
+        // closing a socket with unread input makes).
+        #expect(out.contains("devices 0 closed True"), "\(out)")
+        #expect(daemon.log.contains("flooding: more than 1000 requests in a second"), "\(daemon.log.suffix(2000))")
+        let version = try GpsdFrontEndToEndTests.run(["gpspipe", "-w", "-n", "1", "127.0.0.1:\(port)"])
+        #expect(version.contains("\"class\":\"VERSION\""), "the front stopped answering: \(version)")
+    }
 }

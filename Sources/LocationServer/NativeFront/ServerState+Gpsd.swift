@@ -11,7 +11,12 @@ extension ServerState {
     /// One read from gpsd client `id` (gpsd reads each read as a whole: requests need not end in a newline).
     mutating func gpsdRead(_ input: [UInt8], from id: Int, at now: Moment) {
         guard var session = connections[id]?.gpsd else { return }
-        connections[id]?.meter.requests += 1
+        // Every request counts, not every read: one read of thousands of `?DEVICES;` made as many answers
+        // (an attacker's 60 such connections held the daemon 1.3 s at a time). A request starts with '?', so
+        // their number is at most that of the '?' bytes, counted before any is answered.
+        var asked = 0
+        for byte in input where byte == UInt8(ascii: "?") { asked += 1 }
+        connections[id]?.meter.requests += max(1, asked)
         if let requests = connections[id]?.meter.requests, requests > limits.maxRequestsPerSecond {
             refuse(id, "flooding: more than \(limits.maxRequestsPerSecond) requests in a second")
             return
