@@ -13,7 +13,7 @@ import Testing
 /// proprietary `$PSTI,030`, not decoded).
 @Suite("gpsd 3.22 goldens")
 struct GpsdGoldenTests {
-    static let goldens = ["skytraq-dgps.log", "haicom-305N.log", "ublox-neo-m9n-nmea.log"]
+    static let goldens = ["skytraq-dgps.log", "haicom-305N.log", "ublox-neo-m9n-nmea.log", "telit-he910.log"]
 
     static var directory: String {
         var path = #filePath
@@ -172,6 +172,8 @@ struct GpsdGoldenTests {
     /// (docs/GPSD.md; measured 34/93, 63/68, 37/59 TPV; SKY shape 21/31, 17/23, 0/58). What differs is timing —
     /// which sentence of the cycle gpsd computed a field at — and, for the u-blox, the used flags of a
     /// multi-constellation receiver (our GSA reading, issue 13's SKY item).
-    static let tpvFloor: [String: Double] = ["skytraq-dgps.log": 0.33, "haicom-305N.log": 0.9, "ublox-neo-m9n-nmea.log": 0.6]
-    static let skyFloor: [String: Double] = ["skytraq-dgps.log": 0.6, "haicom-305N.log": 0.7, "ublox-neo-m9n-nmea.log": 0]
+    static let tpvFloor: [String: Double] = ["skytraq-dgps.log": 0.33, "haicom-305N.log": 0.9, "ublox-neo-m9n-nmea.log": 0.6,
+                                             "telit-he910.log": 0.74]
+    static let skyFloor: [String: Double] = ["skytraq-dgps.log": 0.6, "haicom-305N.log": 0.7, "ublox-neo-m9n-nmea.log": 0,
+                                             "telit-he910.log": 0.92]
 }

@@ -100,9 +100,10 @@ public struct GpsdDOP: Hashable, Sendable {
 
         /// nil for a satellite gpsd leaves out of the geometry.
         init?(_ sat: Satellite) {
-            guard sat.used, sat.prn >= 1, let az = sat.azimuth, az >= 0, az <= 359, let el = sat.elevation, abs(el) <= 90 else {
-                return nil
-            }
+            // gpsd 3.22 reads a GSV's empty elevation and azimuth as 0 (its SKY then shows "el":0.0,"az":0.0), and
+            // such a used satellite enters the geometry at the horizon, due north.
+            let az = sat.azimuth ?? 0, el = sat.elevation ?? 0
+            guard sat.used, sat.prn >= 1, az >= 0, az <= 359, abs(el) <= 90 else { return nil }
             (prn, elevation, azimuth) = (sat.prn, el, az)
         }
     }
@@ -288,7 +289,18 @@ public struct GpsdErrorModel: Sendable {
     /// (gpsd `fill_dop()`); with too few satellites for a solution they stay as they were.
     /// - Parameter computed: the DOPs of the used satellites' geometry alone; nil without a solution.
     private mutating func fillComputed(_ computed: GpsdDOP?) {
-        guard let computed else { return }
+        guard let computed else {
+            // No solution (fewer than four satellites, or a singular geometry): gpsd 3.22 then sends none of
+            // the DOPs only the geometry gives, rather than an older epoch's.
+            dop.xdop = nil
+            dop.ydop = nil
+            if !reported.hdop { dop.hdop = nil }
+            if !reported.vdop { dop.vdop = nil }
+            if !reported.pdop { dop.pdop = nil }
+            if !reported.tdop { dop.tdop = nil }
+            if !reported.gdop { dop.gdop = nil }
+            return
+        }
         dop.xdop = computed.xdop
         dop.ydop = computed.ydop
         if !reported.hdop { dop.hdop = computed.hdop }

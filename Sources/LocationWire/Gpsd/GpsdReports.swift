@@ -81,8 +81,9 @@ public enum GpsdReports {
             let id = GpsdSatelliteID(sat)
             w.openNested()
             w.integer("PRN", id.prn)
-            w.number("el", sat.elevation, 1)
-            w.number("az", sat.azimuth, 1)
+            // gpsd 3.22 reads a GSV's empty elevation and azimuth as 0, and prints them so (as `ss`).
+            w.number("el", sat.elevation ?? 0, 1)
+            w.number("az", sat.azimuth ?? 0, 1)
             w.number("ss", sat.signalToNoise ?? 0, 1)
             w.bool("used", sat.used)
             w.integer("gnssid", id.gnssid)
