@@ -286,7 +286,7 @@ public struct GpsdErrorModel: Sendable {
     }
 
     /// Sets xdop and ydop, and each DOP the receiver never reported, from the geometry of the used satellites
-    /// (gpsd `fill_dop()`); with too few satellites for a solution they stay as they were.
+    /// (gpsd `fill_dop()`); without a solution they are cleared, as gpsd 3.22 sends none of them then.
     /// - Parameter computed: the DOPs of the used satellites' geometry alone; nil without a solution.
     private mutating func fillComputed(_ computed: GpsdDOP?) {
         guard let computed else {
