@@ -149,4 +149,24 @@ struct FrontFloodTests {
         let version = try GpsdFrontEndToEndTests.run(["gpspipe", "-w", "-n", "1", "127.0.0.1:\(port)"])
         #expect(version.contains("\"class\":\"VERSION\""), "the front stopped answering: \(version)")
     }
+
+    /// Sends `?POLL;?VERSION;?POLL;` in one read and prints the classes of the answers after the greeting, in order.
+    static let polls = """
+    import socket, sys, json, time
+    host, port = sys.argv[1].rsplit(":", 1)
+    s = socket.create_connection((host, int(port))); s.settimeout(2)
+    f = s.makefile("rb")
+    f.readline()
+    s.sendall(b"?POLL;?VERSION;?POLL;\\n")
+    print(" ".join(json.loads(f.readline())["class"] for _ in range(3)))
+    """
+
+    @Test("polls among other requests in one read are answered each at its place (the reply is built in order)")
+    func pollsInOrder() throws {
+        let port = try GpsdFrontEndToEndTests.freePort()
+        let daemon = try GpsdFrontEndToEndTests.daemon(port: port, policy: "access = deny")
+        defer { daemon.stop() }
+        let out = try GpsdFrontEndToEndTests.run(["/usr/bin/python3", "-c", Self.polls, "127.0.0.1:\(port)"])
+        #expect(out.hasPrefix("POLL VERSION POLL"), "\(out)")
+    }
 }

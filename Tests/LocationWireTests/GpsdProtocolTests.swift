@@ -49,6 +49,21 @@ struct GpsdProtocolTests {
         return String(decoding: out, as: UTF8.self)
     }
 
+    @Test("an unrecognized request quotes at most 200 bytes, so its ERROR fits gpsd's 4096-byte reply (an attacker's 57 KB tail was 1 MB out)")
+    func unrecognizedQuoteBounded() {
+        let input = Array("?POLL;?X".utf8) + [UInt8](repeating: 0xFF, count: 60_000)
+        let requests = GpsdRequestParser.parse(input)
+        #expect(requests.first == .poll)
+        guard case .unrecognized(let text)? = requests.last else {
+            Issue.record("no unrecognized request: \(requests.count)")
+            return
+        }
+        #expect(text.hasPrefix("?X"))
+        #expect(text.utf8.count <= 3 * GpsdRequestParser.unrecognizedQuoteLimit)
+        let error = Self.text { GpsdResponses.appendUnrecognized(text, to: &$0) }
+        #expect(error.utf8.count < 4096, "\(error.utf8.count) bytes")
+    }
+
     @Test("VERSION, ERROR and WATCH answers are gpsd's bytes")
     func answers() {
         #expect(Self.text { GpsdResponses.appendVersion(to: &$0) }

@@ -35,11 +35,20 @@ extension ServerState {
         if !reply.pollOffsets.isEmpty {
             let (tpv, sky) = gpsdPollReports(id, session: session, at: now)
             let active = seesState ? reports.filter { $0.state == "connected" }.count : 0
-            for offset in reply.pollOffsets.reversed() {
-                var poll: [UInt8] = []
-                GpsdResponses.appendPoll(time: UTCTime(unixSeconds: now.wall), active: active, tpv: tpv, sky: sky, to: &poll)
-                reply.bytes.insert(contentsOf: poll, at: offset)
+            var poll: [UInt8] = []
+            GpsdResponses.appendPoll(time: UTCTime(unixSeconds: now.wall), active: active, tpv: tpv, sky: sky, to: &poll)
+            // The same answer at each `?POLL;`'s place, the reply built once in order (inserting each into the
+            // reply moved all that followed, per poll: hundreds of polls in one read cost an attacker nothing).
+            var merged: [UInt8] = []
+            merged.reserveCapacity(reply.bytes.count + poll.count * reply.pollOffsets.count)
+            var start = 0
+            for offset in reply.pollOffsets {
+                merged += reply.bytes[start..<offset]
+                merged += poll
+                start = offset
             }
+            merged += reply.bytes[start...]
+            reply.bytes = merged
         }
         if !reply.bytes.isEmpty { send(id, reply.bytes, gpsd: true) }
         if reply.stoppedWatching {

@@ -16,7 +16,7 @@ public enum GpsdRequest: Hashable, Sendable {
     /// `WATCH` then also reports `DEVICES` and `WATCH`, as gpsd does.
     case invalid(command: String, reason: String)
     /// Anything else starting with `?`: answer `ERROR` "Unrecognized request '…'" quoting `text` (the rest of the
-    /// input, which gpsd does not read further).
+    /// input, which gpsd does not read further; at most `GpsdRequestParser.unrecognizedQuoteLimit` bytes of it).
     case unrecognized(text: String)
 }
 
@@ -103,6 +103,10 @@ public struct GpsdDeviceSettings: Hashable, Sendable {
 /// `;` (optional after a JSON object), with whitespace (CR, LF) between them skipped; names are case-sensitive;
 /// an unknown request ends the parse, the rest of the input quoted in the error.
 public enum GpsdRequestParser {
+    /// The most bytes of input an `unrecognized` request quotes: escaped (up to 18 bytes a byte, for invalid
+    /// UTF-8), the ERROR line stays within gpsd's 4096-byte reply.
+    public static let unrecognizedQuoteLimit = 200
+
     /// The requests in `input`, in order.
     public static func parse(_ input: [UInt8]) -> [GpsdRequest] {
         var requests: [GpsdRequest] = []
@@ -153,6 +157,9 @@ public enum GpsdRequestParser {
             } else {
                 var end = input.count
                 while end > i && isSpace(input[end - 1]) { end -= 1 }
+                // At most `unrecognizedQuoteLimit` bytes quoted: gpsd's reply to a read is at most 4096 bytes
+                // (gpsd 3.22 `GPS_JSON_RESPONSE_MAX`), and a 60 KB tail of invalid UTF-8, escaped, was 1 MB out.
+                end = min(end, i + Self.unrecognizedQuoteLimit)
                 requests.append(.unrecognized(text: String(decoding: input[i..<end], as: UTF8.self)))
                 break
             }
