@@ -123,19 +123,41 @@ public struct Satellite: Hashable, Sendable {
     }
 }
 
-/// A receiver's own expected position errors for a fix (NMEA 0183 `$--GBS`, RAIM), metres.
+/// A source's own error estimates for a fix: the receiver's RAIM expected errors (NMEA 0183 `$--GBS`), or
+/// everything an upstream gpsd reported in its TPV (gpsd_json(5) TPV `epx` … `sep`). gpsd keeps any estimate a
+/// driver set and computes only the missing ones (`GpsdErrorModel`), so these pass through to the gpsd front.
 public struct ExpectedErrors: Hashable, Sendable {
-    /// Expected error in latitude, metres.
+    /// Expected error in latitude, metres (GBS; TPV.epy).
     public var latitude: Double?
-    /// Expected error in longitude, metres.
+    /// Expected error in longitude, metres (GBS; TPV.epx).
     public var longitude: Double?
-    /// Expected error in altitude, metres.
+    /// Expected error in altitude, metres (GBS; TPV.epv).
     public var altitude: Double?
+    /// Horizontal position error, metres (TPV.eph).
+    public var horizontal: Double?
+    /// Spherical (3D) position error, metres (TPV.sep).
+    public var spherical: Double?
+    /// Time error, seconds (TPV.ept).
+    public var time: Double?
+    /// Speed error, m/s (TPV.eps).
+    public var speed: Double?
+    /// Climb error, m/s (TPV.epc).
+    public var climb: Double?
+    /// Track error, degrees (TPV.epd).
+    public var track: Double?
 
-    public init(latitude: Double? = nil, longitude: Double? = nil, altitude: Double? = nil) {
+    public init(latitude: Double? = nil, longitude: Double? = nil, altitude: Double? = nil,
+                horizontal: Double? = nil, spherical: Double? = nil, time: Double? = nil, speed: Double? = nil,
+                climb: Double? = nil, track: Double? = nil) {
         self.latitude = latitude
         self.longitude = longitude
         self.altitude = altitude
+        self.horizontal = horizontal
+        self.spherical = spherical
+        self.time = time
+        self.speed = speed
+        self.climb = climb
+        self.track = track
     }
 }
 
@@ -168,6 +190,9 @@ public struct Fix: Hashable, Sendable {
     public var track: Double?
     /// Magnetic variation, degrees, east positive.
     public var magneticVariation: Double?
+    /// Course over ground relative to magnetic north, degrees 0..<360, when the source reported it (an upstream
+    /// gpsd's TPV.magtrack); nil otherwise (the gpsd front then computes it from `track` and the variation).
+    public var magneticTrack: Double?
     /// Vertical speed, m/s, up positive.
     public var climb: Double?
     /// Heading (where the vehicle or antenna baseline points), degrees true, from HDT/THS.
@@ -188,8 +213,8 @@ public struct Fix: Hashable, Sendable {
     public var epv: Double?
     /// Satellites in view with signal data (SKY.satellites); empty when the receiver sent no GSV.
     public var satellites: [Satellite]
-    /// The receiver's RAIM expected errors for this fix (GBS), when it sent them; gpsd reports them as
-    /// TPV.epy/epx/epv (`GpsdErrorModel`).
+    /// The source's own error estimates for this fix (GBS; an upstream gpsd's TPV), when it gave any; the gpsd
+    /// front reports them unchanged (`GpsdErrorModel`).
     public var expectedErrors: ExpectedErrors?
 
     public init(device: String? = nil, time: UTCTime? = nil, mode: FixMode = .noFix, quality: FixQuality? = nil,

@@ -25,7 +25,7 @@ struct ReceiverSetReports: ReceiverStatusProvider {
             }
             return ReceiverReport(name: s.name, type: s.type, path: s.path, state: state, reason: reason, speed: s.speed,
                                   connectedSince: s.connectedSince.map { UTCTime(unixSeconds: $0) }, sentences: s.sentences, fixes: s.fixes, errors: s.errors + s.implausibleFixes,
-                                  lastFixTime: s.lastFixTime, priority: s.priority)
+                                  lastFixTime: s.lastFixTime, priority: s.priority, device: s.device)
         }
     }
 }
@@ -237,6 +237,7 @@ public final class Daemon: @unchecked Sendable {
             case .fix(let fix):
                 server.publish(fix)
             case .status(let s):
+                server.receiverChanged()
                 switch s.state {
                 case .connected:
                     log.info("receiver connected", ["receiver.name": s.name, "receiver.path": s.path, "receiver.speed": s.speed.map(String.init) ?? "-"])

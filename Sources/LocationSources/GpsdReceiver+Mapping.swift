@@ -9,8 +9,9 @@ extension GpsdReceiver {
     ///
     /// Fields (gpsd_json(5) TPV; libgps fills absent ones with NaN, which become nil): `mode`; `time`
     /// (UTC, rounded to the millisecond); `lat`, `lon` (degrees); `altHAE`, `altMSL`, `geoidSep` (metres);
-    /// `speed`, `climb` (m/s); `track`, `magvar` (degrees); `eph`, `epx`, `epy`, `epv` (metres); `status`
-    /// as the quality (absent with a 2D/3D mode: a plain GPS fix).
+    /// `speed`, `climb` (m/s); `track`, `magtrack`, `magvar` (degrees); `eph`, `epx`, `epy`, `epv` (metres); all
+    /// of gpsd's estimates (also `sep`, `ept`, `eps`, `epc`, `epd`) as `expectedErrors`; `status` as the quality
+    /// (absent with a 2D/3D mode: a plain GPS fix).
     static func fix(from tpv: gps_fix_t, set: gps_mask_t) -> Fix {
         var fix = Fix()
         switch tpv.mode {
@@ -32,10 +33,16 @@ extension GpsdReceiver {
         fix.track = finite(tpv.track)
         fix.climb = finite(tpv.climb)
         fix.magneticVariation = finite(tpv.magnetic_var)
+        fix.magneticTrack = finite(tpv.magnetic_track)
         fix.eph = finite(tpv.eph)
         fix.epx = finite(tpv.epx)
         fix.epy = finite(tpv.epy)
         fix.epv = finite(tpv.epv)
+        // gpsd's own estimates, which the gpsd front passes on unchanged rather than computing its own.
+        let given = ExpectedErrors(latitude: fix.epy, longitude: fix.epx, altitude: fix.epv, horizontal: fix.eph,
+                                   spherical: finite(tpv.sep), time: finite(tpv.ept), speed: finite(tpv.eps),
+                                   climb: finite(tpv.epc), track: finite(tpv.epd))
+        if given != ExpectedErrors() { fix.expectedErrors = given }
         return fix
     }
 

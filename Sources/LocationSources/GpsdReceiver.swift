@@ -25,6 +25,9 @@ import LocationPosix
 /// `gps_open` reduces to "can't connect"); `gps_open` then resolves the host and connects again, at once
 /// for a gpsd that just answered. Host name resolution itself is bounded only by the resolver's timeouts.
 ///
+/// Its status's `device` is gpsd's device (`DEVICES` with one device, then each TPV's `device`): the gpsd front
+/// lists the receiver by it, as gpsd does.
+///
 /// The `sentences` of its status count gpsd's JSON reports (TPV, SKY, DEVICE, ...), over all connections.
 ///
 /// `@unchecked Sendable`: `connection` and `reports` are only touched on `core.queue` (the reader
@@ -155,6 +158,7 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
         }
         self.connection = connection
         core.setState(.connected)
+        if let device { core.setDevice(device) }
     }
 
     /// Why the gpsd at the other end of `socket` must not be read, or nil when it may. On this host the
@@ -236,12 +240,21 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
         let set = data.pointee.set
         let reportDevice = Self.string(fromCharacters: data.pointee.dev.path)
         guard device == nil || reportDevice == device else { return }
+        if device == nil, connection.messageIs(class: "DEVICES"), data.pointee.devices.ndevices == 1 {
+            // gpsd's answer to the WATCH: with one device, that is where the fixes will come from.
+            let only = withUnsafeBytes(of: &data.pointee.devices.list) { raw in
+                Self.string(fromCharacters: raw.load(as: devconfig_t.self).path)
+            }
+            if !only.isEmpty { core.setDevice(only) }
+            return
+        }
         if connection.messageIs(class: "SKY") {
             connection.noteSky(from: data, device: reportDevice)
             return
         }
         // libgps sets STATUS_SET only when it unpacks a TPV report, MODE_SET when that carried a mode.
         guard set & STATUS_SET != 0, set & MODE_SET != 0 else { return }
+        if !reportDevice.isEmpty { core.setDevice(reportDevice) }
         var fix = Self.fix(from: data.pointee.fix, set: set)
         if let sky = connection.sky[reportDevice] {
             fix.satellitesUsed = sky.satellitesUsed

@@ -31,6 +31,9 @@ public struct ReceiverStatus: Hashable, Sendable {
     public var type: String
     /// Device path, `host:port` or file.
     public var path: String
+    /// The device a gpsd receiver's fixes come from, as gpsd names it (TPV.device, e.g. `/dev/ttyACM0`); nil
+    /// until gpsd has said, and for the other receivers (`path` is their device).
+    public var device: String?
     public var state: State
     /// Line speed in bit/s (serial).
     public var speed: Int?

@@ -79,6 +79,17 @@ final class ReceiverCore: @unchecked Sendable {
         if let current { handler?(.status(current)) }
     }
 
+    /// Records the device the fixes come from (a gpsd receiver's upstream device) and tells the owner when
+    /// it changed.
+    func setDevice(_ device: String) {
+        let current = snapshot.withLock { s -> ReceiverStatus? in
+            guard s.device != device else { return nil }
+            s.device = device
+            return s
+        }
+        if let current { handler?(.status(current)) }
+    }
+
     /// Delivers a fix: names it after the receiver and counts it when it has a position.
     func deliver(_ fix: Fix) {
         var fix = fix

@@ -269,6 +269,7 @@ public final class ReceiverSet: Sendable {
                     $0.state = changed.state
                     $0.speed = changed.speed
                     $0.connectedSince = changed.connectedSince
+                    $0.device = changed.device
                 }
             case .counts:
                 return (.none, nil, nil)

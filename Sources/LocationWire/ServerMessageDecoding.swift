@@ -67,7 +67,8 @@ extension ServerMessage {
                                 state: try r.string("state"), reason: try r.string("reason"), speed: try r.integer("speed"),
                                 connectedSince: try r.time("connectedSince"), sentences: try r.integer("sentences"),
                                 fixes: try r.integer("fixes"), errors: try r.integer("errors"),
-                                lastFixTime: try r.time("lastFixTime"), priority: try r.integer("priority") ?? 0)
+                                lastFixTime: try r.time("lastFixTime"), priority: try r.integer("priority") ?? 0,
+                                device: try r.string("device"))
             }
             let uplinks = try m.objects("uplinks").map { u throws(ServerMessageError) in
                 Status.Uplink(name: try u.string("name") ?? "?", broker: try u.string("broker") ?? "?", topic: try u.string("topic") ?? "?",

@@ -144,6 +144,9 @@ extension ServerMessage {
             public var type: String
             /// Device path (serial), `host:port` (gpsd) or file (replay); nil when not given (`path`).
             public var path: String?
+            /// For a gpsd receiver, the device its fixes come from as gpsd names it (e.g. `/dev/ttyACM0`), once
+            /// gpsd has said; nil otherwise (`device`).
+            public var device: String?
             /// `starting`, `connected`, `unavailable` or `stopped` (`state`; text, so that states a newer
             /// daemon adds still show); nil for a client without full accuracy (a receiver becoming
             /// unavailable would tell it the fix was lost sooner than its paced reports).
@@ -172,10 +175,11 @@ extension ServerMessage {
             /// default to 0.
             public init(name: String, type: String, path: String? = nil, state: String?, reason: String? = nil,
                         speed: Int? = nil, connectedSince: UTCTime? = nil, sentences: Int? = 0, fixes: Int? = 0,
-                        errors: Int? = 0, lastFixTime: UTCTime? = nil, priority: Int = 0) {
+                        errors: Int? = 0, lastFixTime: UTCTime? = nil, priority: Int = 0, device: String? = nil) {
                 self.name = name
                 self.type = type
                 self.path = path
+                self.device = device
                 self.state = state
                 self.reason = reason
                 self.speed = speed
@@ -191,6 +195,7 @@ extension ServerMessage {
                 w.field("name", name)
                 w.field("type", type)
                 w.field("path", path)
+                w.field("device", device)
                 w.field("state", state)
                 w.field("reason", reason)
                 w.field("speed", speed)

@@ -55,7 +55,8 @@ struct GpsdFrontState {
     private var models: [(device: String, model: GpsdErrorModel)] = []
     /// The estimates of the latest fix with a position.
     private var estimates = GpsdEstimates()
-    /// Receiver name → device path (DEVICE.path, TPV.device), refreshed for each new report.
+    /// Receiver name → device path (DEVICE.path, TPV.device), refreshed at each client read and after a
+    /// receiver's status changed.
     private(set) var devicePaths: [(name: String, path: String)] = []
     /// gpsd clients watching that may see no position (unauthorized, waiting for an agent, or When In Use
     /// without an active session): each tick of the blind clock gets them a `mode` 1 TPV, nothing more.
@@ -88,6 +89,14 @@ struct GpsdFrontState {
     func devicePath(of name: String) -> String? {
         devicePaths.first { $0.name == name }?.path
     }
+
+    /// Forgets the device paths (a receiver's status changed: a gpsd receiver learnt gpsd's device); they are
+    /// read again from the receivers when next needed.
+    mutating func forgetDevicePaths() { devicePaths.removeAll() }
+
+    /// A receiver's device path as gpsd names devices: an upstream gpsd's own device, else the serial port or
+    /// replay file (`path`), else its name.
+    static func devicePath(_ r: ReceiverReport) -> String { r.device ?? r.path ?? r.name }
 
     /// Records receiver `name`'s device path.
     mutating func setDevicePath(_ path: String, of name: String) {
@@ -150,7 +159,7 @@ struct GpsdFrontState {
     ///   for a client that may not see the location: they tell which receiver runs and when fixes can come.
     static func devices(_ reports: [ReceiverReport], withState: Bool) -> [GpsdDevice] {
         reports.map { r in
-            GpsdDevice(path: r.path ?? r.name, activated: withState ? r.connectedSince : nil,
+            GpsdDevice(path: devicePath(r), activated: withState ? r.connectedSince : nil,
                        flags: withState && (r.sentences ?? 0) > 0 ? 1 : nil, bitsPerSecond: r.speed)
         }
     }

@@ -57,7 +57,8 @@ public final class NativeFront: Sendable {
     public let gpsdListeners: [TCPListener]
     /// The NMEA socket (`nmea-socket`, for GeoClue); nil: none.
     public let nmeaListener: ListeningSocket?
-    private let state: Locked<ServerState>
+    /// The server state: every turn takes its lock (`withState`).
+    let state: Locked<ServerState>
     /// Socket events and timers. Every queue of the daemon has the default QoS: on Linux libdispatch
     /// gives each worker thread its queue's QoS as a nice value with setpriority(2), and an
     /// unprivileged daemon may not lower a nice value, neither below 0 (userInitiated -2,
@@ -170,27 +171,9 @@ public final class NativeFront: Sendable {
         withState { s, now in s.publish(fix, at: now) }
     }
 
-    /// Subscribes an uplink (a fleet broker): from the next fix on, `sink` gets what it may see.
-    /// - Parameter sharing: told at once and on every change whether sharing is on (`locationctl share`).
-    /// - Parameter status: the uplink's state for STATUS (shown to root and the admin group).
-    public func addUplink(_ subscription: UplinkSubscription, sink: @escaping UplinkSink, sharing: (@Sendable (Bool) -> Void)? = nil,
-                          status: (@Sendable () -> ServerMessage.Status.Uplink)? = nil) {
-        // Read outside the lock: /proc and the user database.
-        let identity = ClientIdentity.ofDaemon()
-        state.withLock { s in
-            s.publisher.addUplink(subscription, identity: identity, sink: sink, sharing: sharing, status: status)
-            sharing?(!s.publisher.uplinks.sharing.isPaused(at: Moment.now().wall))
-        }
-    }
-
-    /// The sharing switch's group (`share-group`) and state file; the state kept there is put in force.
-    public func configureSharing(group: String?, stateFile: String) {
-        let kept = readSharingFile(stateFile)
-        withState { s, now in
-            s.publisher.uplinks.settings = SharingSettings(group: group, path: stateFile)
-            s.publisher.uplinks.sharing = kept
-            s.armPauseEnd(at: now.wall)
-        }
+    /// A receiver's status changed (state, device): the gpsd front reads the device paths again.
+    public func receiverChanged() {
+        state.withLock { $0.gpsdFront.forgetDevicePaths() }
     }
 
     /// Applies a new configuration's rules (SIGHUP): clients that lose their grant are told at once.
@@ -225,7 +208,7 @@ public final class NativeFront: Sendable {
     // MARK: - Turns
 
     /// Runs one turn under the lock, then carries out what the state asked of the front.
-    private func withState(_ body: (inout ServerState) -> Void) {
+    func withState(_ body: (inout ServerState) -> Void) {
         withState { s, _ in body(&s) }
     }
 
@@ -233,7 +216,7 @@ public final class NativeFront: Sendable {
     /// front. The time is read once the lock is held, so that turns' times never go back: read before, a
     /// fix's time could come before that of a WATCH that took the lock first, and the fix failed the new
     /// watcher's interval filter (`DeliveryFilter`) — one fix in about 10^6 skipped in the soak.
-    private func withState(_ body: (inout ServerState, Moment) -> Void) {
+    func withState(_ body: (inout ServerState, Moment) -> Void) {
         state.withLock { s in
             body(&s, Moment.now())
             while !s.effects.isEmpty {

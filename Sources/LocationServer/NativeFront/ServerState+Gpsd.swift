@@ -29,7 +29,7 @@ extension ServerState {
         let authorization = publisher.authorization(of: id, at: now)
         let seesState = authorization.status.isAuthorized && authorization.inUse && authorization.accuracy == .full
         let devices = GpsdFrontState.devices(reports, withState: seesState)
-        for r in reports { gpsdFront.setDevicePath(r.path ?? r.name, of: r.name) }
+        for r in reports { gpsdFront.setDevicePath(GpsdFrontState.devicePath(r), of: r.name) }
         var reply = session.conversation.receive(input, devices: devices)
         connections[id]?.gpsd?.conversation = session.conversation
         if !reply.pollOffsets.isEmpty {
@@ -219,6 +219,6 @@ extension ServerState {
     /// Receiver names → device paths, from the receivers' snapshot (refreshed at each client read).
     private mutating func refreshDevicePaths() {
         guard gpsdFront.devicePaths.isEmpty else { return }
-        for r in context.receivers.receiverReports() { gpsdFront.setDevicePath(r.path ?? r.name, of: r.name) }
+        for r in context.receivers.receiverReports() { gpsdFront.setDevicePath(GpsdFrontState.devicePath(r), of: r.name) }
     }
 }

@@ -8,8 +8,9 @@ import LocationCore
 /// The error estimates and derived fields gpsd adds to every TPV, for one fix.
 ///
 /// All are gpsd's figures (gpsd 3.22 `gpsd/libgpsd_core.c`, `gpsd_error_model()` and `fill_dop()`): DOP × UERE,
-/// except that a receiver's GBS expected errors are epx/epy/epv as gpsd's NMEA driver reports them; GST and
-/// PGRME figures do not enter them, as in gpsd 3.22. Metres unless stated; nil where gpsd prints nothing.
+/// except that a source's own estimates (`Fix.expectedErrors`: a receiver's GBS as epx/epy/epv, as gpsd's NMEA
+/// driver reports them; everything an upstream gpsd reported) are kept; GST and PGRME figures do not enter them,
+/// as in gpsd 3.22. Metres unless stated; nil where gpsd prints nothing.
 public struct GpsdEstimates: Hashable, Sendable {
     /// Estimated time error, seconds (gpsd_json(5) TPV.ept): gpsd's constant 0.005 whenever the fix has a time.
     public var ept: Double?
@@ -236,7 +237,10 @@ public struct GpsdErrorModel: Sendable {
         let now = fix.time?.unixMilliseconds
         var deltaTime = -1.0
         if let now, let prev = previous { deltaTime = Double(now - prev.milliseconds) / 1000 }
-        if now != nil { e.ept = Self.timeError }
+        // A source's own estimates (an upstream gpsd's TPV, a receiver's GBS) are kept, as gpsd keeps what a
+        // driver set; only the missing ones are computed.
+        let given = fix.expectedErrors
+        if now != nil { e.ept = given?.time ?? Self.timeError }
         if fix.hasPosition, let la = fix.latitude, let lo = fix.longitude {
             if let v = fix.magneticVariation, abs(v) > 0.09 {
                 e.magneticVariation = v
@@ -244,7 +248,9 @@ public struct GpsdErrorModel: Sendable {
                 e.magneticVariation = GpsdMagneticVariation.degrees(latitude: la, longitude: lo)
             }
         }
-        if let track = fix.track, let variation = e.magneticVariation {
+        if let given = fix.magneticTrack {
+            e.magneticTrack = given
+        } else if let track = fix.track, let variation = e.magneticVariation {
             // gpsd's DEG_NORM: one turn added or removed.
             var m = track + variation
             if m < 0 { m += 360 } else if m >= 360 { m -= 360 }
@@ -252,22 +258,24 @@ public struct GpsdErrorModel: Sendable {
         }
         if fix.mode.hasPosition {
             let u = Self.uere(differential: fix.quality == .dgps)
-            // The receiver's own expected errors (GBS) are kept, as gpsd keeps what a driver set.
-            e.epx = fix.expectedErrors?.longitude
-            e.epy = fix.expectedErrors?.latitude
-            e.epv = fix.expectedErrors?.altitude
+            e.epx = given?.longitude
+            e.epy = given?.latitude
+            e.epv = given?.altitude
             if dop.hdop != nil {
                 if e.epx == nil { e.epx = dop.xdop.map { $0 * u.horizontal } }
                 if e.epy == nil { e.epy = dop.ydop.map { $0 * u.horizontal } }
             }
             if fix.mode == .threeDimensional, e.epv == nil { e.epv = dop.vdop.map { $0 * u.vertical } }
-            e.eph = dop.hdop.map { $0 * u.position }
-            e.sep = dop.pdop.map { $0 * u.position }
+            e.eph = given?.horizontal ?? dop.hdop.map { $0 * u.position }
+            e.sep = given?.spherical ?? dop.pdop.map { $0 * u.position }
+            e.eps = given?.speed
+            e.epc = given?.climb
+            e.epd = given?.track
             if deltaTime > 0, let prev = previous, prev.mode.hasPosition {
-                if let ox = prev.epx, let oy = prev.epy, let x = Self.emax(e.epx, e.epy) {
+                if e.eps == nil, let ox = prev.epx, let oy = prev.epy, let x = Self.emax(e.epx, e.epy) {
                     e.eps = (max(ox, oy) + x) / deltaTime
                 }
-                if let la0 = prev.latitude, let lo0 = prev.longitude, let la = fix.latitude, let lo = fix.longitude,
+                if e.epd == nil, let la0 = prev.latitude, let lo0 = prev.longitude, let la = fix.latitude, let lo = fix.longitude,
                    let opp = Self.emax(e.epx, e.epy) {
                     let adj = Geodesy.distance(latitude1: la0, longitude1: lo0, latitude2: la, longitude2: lo)
                     if adj > opp {
@@ -275,7 +283,9 @@ public struct GpsdErrorModel: Sendable {
                         e.epd = 180 / Double.pi * 2 * asin(opp / hyp)
                     }
                 }
-                if fix.mode == .threeDimensional, let v = e.epv, let ov = prev.epv { e.epc = (ov + v) / deltaTime }
+                if e.epc == nil, fix.mode == .threeDimensional, let v = e.epv, let ov = prev.epv {
+                    e.epc = (ov + v) / deltaTime
+                }
             }
         }
         if let now, abs(deltaTime) > 0.0099 || previous == nil {
