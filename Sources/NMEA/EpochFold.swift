@@ -11,10 +11,10 @@ import LocationCore
 struct EpochFold: Sendable {
     /// Values the fix takes as the sentences give them (the rest is derived by `FixAssembler`): altitude above
     /// mean sea level and geoid separation, metres (GGA, GNS); track and magnetic variation, degrees (RMC,
-    /// VTG); heading, degrees true (HDT, THS). Plain fields rather than a `Fix`, so a fold is cheap to create
+    /// VTG); magnetic track, degrees (VTG); heading, degrees true (HDT, THS). Plain fields rather than a `Fix`, so a fold is cheap to create
     /// and copy.
     var altitudeMSL: Double?, geoidSeparation: Double?
-    var track: Double?, magneticVariation: Double?
+    var track: Double?, magneticVariation: Double?, magneticTrack: Double?
     var heading: Double?
     /// Status of the last GGA/GNS/RMC/GLL: nil when none came.
     var valid: Bool?
@@ -82,6 +82,7 @@ struct EpochFold: Sendable {
         case .vtg(let s):
             if s.mode != .notValid {
                 if let t = s.trackTrue { track = t }
+                if let m = s.trackMagnetic { magneticTrack = m }
                 if let v = s.speedKnots {
                     knots = v; kilometersPerHour = nil
                 } else if let v = s.speedKilometersPerHour {

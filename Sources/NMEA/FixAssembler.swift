@@ -139,6 +139,7 @@ public struct FixAssembler: Sendable {
         fix.geoidSeparation = epoch.geoidSeparation
         fix.track = epoch.track
         fix.magneticVariation = epoch.magneticVariation
+        fix.magneticTrack = epoch.magneticTrack
         fix.heading = epoch.heading
         let valid = epoch.valid
         let latitude = epoch.latitude, longitude = epoch.longitude
@@ -193,6 +194,7 @@ public struct FixAssembler: Sendable {
             fix.mode = .noFix
             fix.track = nil
             fix.magneticVariation = nil
+            fix.magneticTrack = nil
         }
 
         if hasPosition, let latitude, let longitude {

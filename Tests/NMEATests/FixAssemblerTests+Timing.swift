@@ -1,4 +1,5 @@
 import LocationCore
+import LocationWire
 import NMEA
 import Testing
 
@@ -174,6 +175,29 @@ extension FixAssemblerTests {
         #expect(isClose(fixes[0].speed, speed))
         #expect(isClose(fixes[0].track, 54.7))
         #expect(isClose(metresPerSecond(knots: 1), 0.514444, 1e-6))
+    }
+
+    /// NMEA 0183 v4.11 §VTG's example: true track 54.7°, magnetic track 34.4°. gpsd 3.22 keeps the magnetic track a
+    /// VTG gives (`processVTG`) and prints it as TPV.magtrack rather than track + magvar; an empty field gives none.
+    @Test("VTG's magnetic track is the fix's magnetic track, and gpsd's magtrack", arguments: [
+        ("$GPVTG,054.7,T,034.4,M,005.5,N,010.2,K,A", 34.4 as Double?),
+        ("$GPVTG,054.7,T,,M,005.5,N,010.2,K,A", nil),
+    ])
+    func magneticTrackFromVTG(vtg: String, magnetic: Double?) throws {
+        let fixes = DecoderSession.fixes([
+            "$GPGGA,123519,4807.038,N,01131.000,E,1,08,1.3,545.4,M,46.9,M,,",
+            vtg,
+        ])
+        try #require(fixes.count == 1)
+        #expect(fixes[0].magneticTrack == magnetic)
+        var model = GpsdErrorModel()
+        let magtrack = model.estimates(for: fixes[0]).magneticTrack
+        if let magnetic {
+            #expect(magtrack == magnetic)
+        } else {
+            // track + gpsd's table variation at 48.1° N 11.5° E (about 2-3° east there).
+            #expect(magtrack.map { $0 > 54.7 && $0 < 59 } == true, "\(String(describing: magtrack))")
+        }
     }
 
     // MARK: Statistics
