@@ -213,6 +213,10 @@ public struct Fix: Hashable, Sendable {
     public var epv: Double?
     /// Satellites in view with signal data (SKY.satellites); empty when the receiver sent no GSV.
     public var satellites: [Satellite]
+    /// True when this epoch's input reported the satellites (a GSV set ended in it; an upstream gpsd's SKY came
+    /// since its last TPV); false when `satellites` is an earlier epoch's view carried over. gpsd sends a SKY
+    /// only then (gpsd_json(5) SKY); a receiver that sends no GSV at all leaves it true.
+    public var satellitesUpdated = true
     /// The source's own error estimates for this fix (GBS; an upstream gpsd's TPV), when it gave any; the gpsd
     /// front reports them unchanged (`GpsdErrorModel`).
     public var expectedErrors: ExpectedErrors?

@@ -256,11 +256,14 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
         guard set & STATUS_SET != 0, set & MODE_SET != 0 else { return }
         if !reportDevice.isEmpty { core.setDevice(reportDevice) }
         var fix = Self.fix(from: data.pointee.fix, set: set)
+        fix.satellitesUpdated = false
         if let sky = connection.sky[reportDevice] {
             fix.satellitesUsed = sky.satellitesUsed
             fix.satellitesVisible = sky.satellitesVisible
             fix.satellites = sky.satellites
             fix.dop = sky.dop
+            fix.satellitesUpdated = sky.fresh
+            connection.sky[reportDevice]?.fresh = false
         }
         core.deliver(fix)
     }
@@ -296,6 +299,8 @@ private final class Connection: @unchecked Sendable {
         var satellites: [Satellite] = []
         /// SKY.hdop, vdop, pdop, tdop, gdop.
         var dop = DilutionOfPrecision()
+        /// A SKY came since the device's last TPV (`Fix.satellitesUpdated`).
+        var fresh = false
     }
 
     let data: UnsafeMutablePointer<gps_data_t>
@@ -326,6 +331,7 @@ private final class Connection: @unchecked Sendable {
     /// its list (SATELLITE_SET).
     func noteSky(from report: UnsafeMutablePointer<gps_data_t>, device: String) {
         var sky = self.sky[device] ?? Sky()
+        sky.fresh = true
         let dop = report.pointee.dop
         sky.dop = DilutionOfPrecision(horizontal: GpsdReceiver.finite(dop.hdop), vertical: GpsdReceiver.finite(dop.vdop),
                                       position: GpsdReceiver.finite(dop.pdop), time: GpsdReceiver.finite(dop.tdop),

@@ -233,6 +233,7 @@ public struct FixAssembler: Sendable {
         // without GSA (its field stops at 12 on many receivers, and counts one system on some).
         fix.satellitesUsed = sky.usedCount ?? usedCount
         fix.satellites = sky.satellites
+        fix.satellitesUpdated = sky.reportedLastEpoch
         fix.satellitesVisible = sky.satellites.isEmpty ? nil : sky.satellites.count
 
         // The receiver's RAIM expected errors (GBS) for this epoch's time, as gpsd reports them.

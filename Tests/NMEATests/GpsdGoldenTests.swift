@@ -168,6 +168,29 @@ struct GpsdGoldenTests {
         #expect(Double(sameShape) >= Double(total) * (Self.skyFloor[name] ?? 1))
     }
 
+    /// gpsd sends a SKY when a GSV set ends, not at every epoch (haicom-305N sends GSV every third second): the
+    /// number of dated TPVs a SKY came before, in gpsd 3.22's goldens — 23 of 68, 31 of 94, 187 of 187, 59 of 59.
+    /// Ours: the fixes with `satellitesUpdated`, the ones the gpsd front sends a SKY with.
+    @Test("a SKY goes with the epochs gpsd sends one with", arguments: goldens)
+    func skyCadence(name: String) throws {
+        var gpsdTPVs = 0, gpsdWithSky = 0, skySince = false
+        let data = try #require(FileManager.default.contents(atPath: Self.directory + "/" + name + ".gpsd"))
+        for line in data.split(separator: 10).map({ String(decoding: $0, as: UTF8.self) }) {
+            if line.hasPrefix("{\"class\":\"TPV\""), line.contains("\"time\":") {
+                gpsdTPVs += 1
+                if skySince { gpsdWithSky += 1 }
+                skySince = false
+            } else if line.hasPrefix("{\"class\":\"SKY\"") {
+                skySince = true
+            }
+        }
+        let fixes = Captures.decode(try Captures.bytes(name)).filter { $0.time?.date != nil }
+        let ours = fixes.filter(\.satellitesUpdated).count
+        print("gpsd golden \(name): SKY with \(gpsdWithSky)/\(gpsdTPVs) TPVs, ours \(ours)/\(fixes.count)")
+        // Within two epochs' worth (gpsd and we start and end the capture at slightly different epochs).
+        #expect(abs(Double(ours) / Double(fixes.count) - Double(gpsdWithSky) / Double(gpsdTPVs)) <= 0.05)
+    }
+
     /// Floors: the share of epochs whose lines must be identical, a little under the measured figures
     /// (docs/GPSD.md; measured 34/93, 63/68, 37/59 TPV; SKY shape 21/31, 17/23, 0/58). What differs is timing —
     /// which sentence of the cycle gpsd computed a field at — and, for the u-blox, the used flags of a

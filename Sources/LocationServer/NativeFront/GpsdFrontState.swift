@@ -33,9 +33,10 @@ struct GpsdSession: Sendable {
 /// One fix's gpsd shapes at one accuracy (see `GpsdFrontState.shapes`).
 struct GpsdShapes: Sendable {
     var tpv: [UInt8] = []
-    /// Empty at reduced accuracy.
+    /// The fix's satellites as they stand (what `?POLL;` answers); empty at reduced accuracy.
     var sky: [UInt8] = []
-    /// `sky` then `tpv`, as a JSON watcher gets them: made once for all watchers.
+    /// What a JSON watcher gets, made once for all watchers: `sky` then `tpv` when the satellites were reported
+    /// in this epoch (`Fix.satellitesUpdated`: gpsd sends a SKY only then), else `tpv` alone.
     var skyAndTPV: [UInt8] = []
     /// Encoded only when some watcher wants NMEA.
     var nmea: [UInt8] = []
@@ -134,9 +135,13 @@ struct GpsdFrontState {
         } else {
             GpsdReports.appendTPV(fix, estimates: GpsdEstimates(eph: fix.eph), device: device, to: &shapes.tpv)
         }
-        shapes.skyAndTPV.reserveCapacity(shapes.sky.count + shapes.tpv.count)
-        shapes.skyAndTPV += shapes.sky
-        shapes.skyAndTPV += shapes.tpv
+        if fix.satellitesUpdated && !shapes.sky.isEmpty {
+            shapes.skyAndTPV.reserveCapacity(shapes.sky.count + shapes.tpv.count)
+            shapes.skyAndTPV += shapes.sky
+            shapes.skyAndTPV += shapes.tpv
+        } else {
+            shapes.skyAndTPV = shapes.tpv
+        }
         if wanted { NMEASynthesizer.appendEpoch(fix, satellites: accuracy == .full, to: &shapes.nmea) }
         store(shapes, accuracy)
         return shapes
