@@ -7,7 +7,8 @@ import TestSupport
 
 /// Issue 13: locationd in front of an existing gpsd (README "In front of an existing gpsd"). A gpsd client of
 /// the gpsd front gets what the upstream gpsd itself says: its device path in DEVICES and TPV.device, and its
-/// own estimates and magnetic track in every TPV — not figures the front works out again from rounded inputs.
+/// own estimates and magnetic track in every TPV — not figures the front works out again from rounded inputs —
+/// and a SKY as often as gpsd sends one.
 /// Checked against gpspipe watching the upstream gpsd (gpsfake, gpsd 3.22) at the same time.
 @Suite("locationd in front of gpsd: gpsd's own device and figures pass through", .serialized)
 struct GpsdUpstreamFrontTests {
@@ -75,6 +76,10 @@ struct GpsdUpstreamFrontTests {
         let withSpeedError = common.filter { gpsdTPVs[$0]?["eps"] != nil }
         #expect(withSpeedError.count >= common.count / 2, "gpsd gave eps on \(withSpeedError.count) of \(common.count) epochs")
         #expect(common.contains { gpsdTPVs[$0]?["magtrack"] != nil })
+        // A SKY with the first TPV after each of gpsd's SKYs, not with every TPV (this capture's GSV comes every
+        // third epoch).
+        let skies = { (pipe: String) in GpsdFrontEndToEndTests.lines(pipe).filter { $0.contains(#""class":"SKY""#) }.count }
+        #expect(skies(gpsd) >= 3 && abs(skies(ours) - skies(gpsd)) <= 2, "SKY lines: gpsd \(skies(gpsd)), the front \(skies(ours))")
     }
 
     /// gpspipe's TPVs with a position, by their `time` as printed (the last TPV of each time).
