@@ -46,4 +46,25 @@ struct GpsdConversationTests {
         #expect(stop.1.stoppedWatching)
         #expect(!c.policy.enable && c.policy.json)
     }
+
+    /// gpsd keeps a device path in 128 bytes (`GPS_PATH_MAX`): 128 bytes are cut to 127, more are refused and the
+    /// input from that member on is answered as unrecognized. The expected bytes are gpsd 3.22's answers to these
+    /// inputs (gpsfake, Python socket); the Unrecognized quote is ours bounded as every one is.
+    @Test("a device path over gpsd's 128 bytes: cut at 127, refused beyond, and never quoted whole")
+    func longPaths() {
+        var c = GpsdConversation()
+        let x127 = String(repeating: "x", count: 127)
+        #expect(say(&c, "?DEVICE={\"path\":\"/\(x127)\"};").0
+            == "{\"class\":\"ERROR\",\"message\":\"Can't open /\(x127.dropLast()).\"}\r\n")
+        let x129 = String(repeating: "x", count: 129)
+        #expect(say(&c, "?WATCH={\"enable\":false,\"device\":\"/\(x129)\"};?VERSION;").0
+            == "{\"class\":\"ERROR\",\"message\":\"Invalid WATCH: string value too long\"}\r\n" + Self.devicesText
+            + "{\"class\":\"WATCH\",\"enable\":false,\"json\":false,\"nmea\":false,\"raw\":0,\"scaled\":false,\"timing\":false,\"split24\":false,\"pps\":false}\r\n"
+            + "{\"class\":\"ERROR\",\"message\":\"Unrecognized request '\\\"device\\\":\\\"\\/\(x129)\\\"};?VERSION;\\n'\"}\r\n")
+        // 50 KB of "é" in a path: before, "Can't open" quoted it all, each byte escaped (300 KB out).
+        let huge = String(repeating: "é", count: 25_000)
+        let (text, _) = say(&c, "?DEVICE={\"path\":\"\(huge)\"};")
+        #expect(text.hasPrefix("{\"class\":\"ERROR\",\"message\":\"Invalid DEVICE: \"string value too long\"}\r\n"))
+        #expect(text.utf8.count < 4096, "\(text.utf8.count) bytes")
+    }
 }

@@ -50,10 +50,11 @@ struct GpsdObject {
         text.withUTF8Buffer { out.append(contentsOf: $0) }
     }
 
-    mutating func string(_ name: StaticString, _ value: String?) {
+    /// - Parameter escapingSolidus: `/` as `\/` too, as gpsd 3.22 quotes a client's unrecognized input (measured).
+    mutating func string(_ name: StaticString, _ value: String?, escapingSolidus: Bool = false) {
         guard let value else { return }
         key(name)
-        GpsdObject.appendQuoted(value, to: &out)
+        GpsdObject.appendQuoted(value, escapingSolidus: escapingSolidus, to: &out)
     }
 
     mutating func time(_ name: StaticString, _ value: UTCTime) {
@@ -92,11 +93,12 @@ struct GpsdObject {
 
     /// Appends `"text"` with gpsd's escapes (`json_stringify()`: `\"`, `\\`, `\b \f \n \r \t`, other control
     /// and non-ASCII bytes as `\u00XX`).
-    static func appendQuoted(_ text: String, to out: inout [UInt8]) {
+    static func appendQuoted(_ text: String, escapingSolidus: Bool = false, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         for b in text.utf8 {
             switch b {
             case 0x22, 0x5C: out.append(0x5C); out.append(b)
+            case 0x2F where escapingSolidus: out.append(0x5C); out.append(b)
             case 0x08: out.append(0x5C); out.append(UInt8(ascii: "b"))
             case 0x0C: out.append(0x5C); out.append(UInt8(ascii: "f"))
             case 0x0A: out.append(0x5C); out.append(UInt8(ascii: "n"))

@@ -107,6 +107,12 @@ public enum GpsdRequestParser {
     /// UTF-8), the ERROR line stays within gpsd's 4096-byte reply.
     public static let unrecognizedQuoteLimit = 200
 
+    /// The longest device path gpsd keeps, in bytes. gpsd 3.22 reads `DEVICE.path` and `WATCH.device`/`remote` into
+    /// buffers of `GPS_PATH_MAX` (128) bytes: a string of 128 bytes is cut to 127, a longer one is refused with
+    /// microjson's "string value too long", and the input from that member on is answered as an unrecognized
+    /// request (measured on gpsd 3.22). So an error never quotes more of a path than that.
+    public static let pathLimit = 127
+
     /// The requests in `input`, in order.
     public static func parse(_ input: [UInt8]) -> [GpsdRequest] {
         var requests: [GpsdRequest] = []
@@ -125,7 +131,13 @@ public enum GpsdRequestParser {
                     i += 1
                 } else {
                     let (result, end) = object(input, from: i + 1)
+                    let start = i + 1
                     i = end
+                    if case .success(let members) = result, let at = Self.tooLong(members, ["device", "remote"], in: input[start..<end]) {
+                        requests.append(.invalid(command: "WATCH", reason: "string value too long"))
+                        requests.append(Self.unrecognized(input, from: at))
+                        break
+                    }
                     switch result {
                     case .success(let members): requests.append(.watch(watchChange(members)))
                     case .failure(let reason): requests.append(.invalid(command: "WATCH", reason: reason.text))
@@ -138,12 +150,18 @@ public enum GpsdRequestParser {
                     i += 1
                 } else {
                     let (result, end) = object(input, from: i + 1)
+                    let start = i + 1
                     i = end
+                    if case .success(let members) = result, let at = Self.tooLong(members, ["path"], in: input[start..<end]) {
+                        requests.append(.invalid(command: "DEVICE", reason: "string value too long"))
+                        requests.append(Self.unrecognized(input, from: at))
+                        break
+                    }
                     switch result {
                     case .success(let members):
                         var m = members
                         var path: String?
-                        if case .string(let p)? = m.removeValue(forKey: "path") { path = p }
+                        if case .string(let p)? = m.removeValue(forKey: "path") { path = Self.cut(p) }
                         requests.append(.device(GpsdDeviceSettings(path: path, members: m)))
                     case .failure(let reason): requests.append(.invalid(command: "DEVICE", reason: reason.text))
                     }
@@ -155,16 +173,42 @@ public enum GpsdRequestParser {
                 requests.append(.version)
                 i += 9
             } else {
-                var end = input.count
-                while end > i && isSpace(input[end - 1]) { end -= 1 }
-                // At most `unrecognizedQuoteLimit` bytes quoted: gpsd's reply to a read is at most 4096 bytes
-                // (gpsd 3.22 `GPS_JSON_RESPONSE_MAX`), and a 60 KB tail of invalid UTF-8, escaped, was 1 MB out.
-                end = min(end, i + Self.unrecognizedQuoteLimit)
-                requests.append(.unrecognized(text: String(decoding: input[i..<end], as: UTF8.self)))
+                requests.append(unrecognized(input, from: i))
                 break
             }
         }
         return requests
+    }
+
+    /// The rest of `input` from `start`, as an unrecognized request. At most `unrecognizedQuoteLimit` bytes are
+    /// quoted: gpsd's reply to a read is at most 4096 bytes (gpsd 3.22 `GPS_JSON_RESPONSE_MAX`), and a 60 KB tail of
+    /// invalid UTF-8, escaped, was 1 MB out.
+    private static func unrecognized(_ input: [UInt8], from start: Int) -> GpsdRequest {
+        var end = input.count
+        while end > start && isSpace(input[end - 1]) { end -= 1 }
+        end = min(end, start + Self.unrecognizedQuoteLimit)
+        return .unrecognized(text: String(decoding: input[start..<max(start, end)], as: UTF8.self))
+    }
+
+    /// Where, in `object`'s bytes, the first member of `keys` longer than gpsd's path buffer starts (its key's
+    /// opening quote), or nil when every one fits (`pathLimit` + 1 bytes: a 128-byte string is cut, not refused).
+    private static func tooLong(_ members: [String: JSONValue], _ keys: [String], in object: ArraySlice<UInt8>) -> Int? {
+        for key in keys {
+            guard case .string(let s)? = members[key], s.utf8.count > pathLimit + 1 else { continue }
+            let quoted = Array("\"\(key)\"".utf8)
+            var k = object.startIndex
+            while k + quoted.count <= object.endIndex {
+                if object[k..<k + quoted.count].elementsEqual(quoted) { return k }
+                k += 1
+            }
+            return object.startIndex
+        }
+        return nil
+    }
+
+    /// A path as gpsd keeps it: at most `pathLimit` bytes.
+    private static func cut(_ path: String) -> String {
+        path.utf8.count > pathLimit ? String(decoding: path.utf8.prefix(pathLimit), as: UTF8.self) : path
     }
 
     private static func isSpace(_ b: UInt8) -> Bool { b == 32 || (b >= 9 && b <= 13) }
@@ -234,8 +278,8 @@ public enum GpsdRequestParser {
         if let v = m["raw"] {
             if case .number(let text) = v, let n = Int(text) { change.raw = n } else { change.raw = 0 }
         }
-        if case .string(let s)? = m["device"] { change.device = s }
-        if case .string(let s)? = m["remote"] { change.remote = s }
+        if case .string(let s)? = m["device"] { change.device = cut(s) }
+        if case .string(let s)? = m["remote"] { change.remote = cut(s) }
         return change
     }
 }

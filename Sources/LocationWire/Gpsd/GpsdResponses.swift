@@ -138,9 +138,11 @@ public enum GpsdResponses {
     }
 
     /// The answer to `GpsdRequest.unrecognized`: gpsd 3.22 quotes the rest of the input, trailing whitespace
-    /// removed, followed by a newline (`Unrecognized request '?FOO;\n'`, escaped in JSON).
+    /// removed, followed by a newline (`Unrecognized request '?FOO;\n'`, escaped in JSON, `/` as `\/` too).
     public static func appendUnrecognized(_ text: String, to out: inout [UInt8]) {
-        appendError("Unrecognized request '" + text + "\n'", to: &out)
+        var w = GpsdObject(class: "ERROR")
+        w.string("message", "Unrecognized request '" + text + "\n'", escapingSolidus: true)
+        w.end(to: &out)
     }
 
     /// The answer to `GpsdRequest.invalid`. For WATCH: `Invalid WATCH: REASON`. For DEVICE gpsd 3.22 writes an
