@@ -58,6 +58,8 @@ enum StatusCommand {
         var reasons: [Int: String] = [:]
         for receiver in status.receivers {
             var source = receiver.path ?? "-"
+            // A gpsd receiver: the device gpsd reads, after gpsd's address.
+            if let device = receiver.device, device != receiver.path { source += " (\(device))" }
             if let speed = receiver.speed { source += " @ \(speed) bit/s" }
             if let reason = receiver.reason { reasons[rows.count] = reason }
             rows.append([receiver.name, receiver.type, receiver.state ?? "-", String(receiver.priority),

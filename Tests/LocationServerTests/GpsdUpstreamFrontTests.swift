@@ -60,6 +60,12 @@ struct GpsdUpstreamFrontTests {
         let later = try PolicyEndToEndTests.run(["timeout", "5", "gpspipe", "-w", "-n", "3", "127.0.0.1:\(front)"], in: directory).stdout
         let devicesLine = GpsdFrontEndToEndTests.lines(later).first { $0.contains(#""class":"DEVICES""#) }
         #expect(devicesLine?.contains(#""path":"\#(device)""#) == true, "the front's DEVICES: \(devicesLine ?? "none")")
+        // locationctl status names both: gpsd's address and the device it reads.
+        let locationctl = BuiltProducts.directory(containing: "locationctl") + "/locationctl"
+        let status = try PolicyEndToEndTests.run([locationctl, "status", "--socket", daemon.socketPath], in: directory).stdout
+        #expect(status.contains("localhost:\(upstream) (\(device))"), "\(status)")
+        let json = try PolicyEndToEndTests.run([locationctl, "status", "--json", "--socket", daemon.socketPath], in: directory).stdout
+        #expect(json.contains(#""device":"\#(device)""#), "\(json)")
 
         let ourTPVs = Self.tpvsByTime(ours)
         let common = Set(gpsdTPVs.keys).intersection(ourTPVs.keys).sorted()
