@@ -203,6 +203,10 @@ public struct Fix: Hashable, Sendable {
     public var satellitesVisible: Int?
     /// Dilutions of precision.
     public var dop: DilutionOfPrecision
+    /// True when `dop` is the source's whole set as it stands (an upstream gpsd's SKY), so that a DOP absent from
+    /// it is absent now; false when it holds only what this epoch's sentences gave (GSA, GGA), and a DOP they
+    /// left out keeps its earlier value, as gpsd keeps it.
+    public var dopIsComplete = false
     /// Estimated horizontal position error, metres (gpsd_json(5) TPV.eph).
     public var eph: Double?
     /// Estimated longitude error, metres (TPV.epx).

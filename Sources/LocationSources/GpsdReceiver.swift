@@ -262,6 +262,7 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
             fix.satellitesVisible = sky.satellitesVisible
             fix.satellites = sky.satellites
             fix.dop = sky.dop
+            fix.dopIsComplete = true
             fix.satellitesUpdated = sky.fresh
             connection.sky[reportDevice]?.fresh = false
         }

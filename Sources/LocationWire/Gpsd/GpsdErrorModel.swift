@@ -218,6 +218,12 @@ public struct GpsdErrorModel: Sendable {
     /// gpsd's estimates for `fix`, the next fix of this receiver; remembers it for the next call.
     public mutating func estimates(for fix: Fix) -> GpsdEstimates {
         var e = GpsdEstimates()
+        if fix.dopIsComplete {
+            // An upstream gpsd's SKY says what its store holds now: one it left out (its geometry had no solution)
+            // is not to be kept from an earlier SKY.
+            dop = GpsdDOP()
+            reported = (false, false, false, false, false)
+        }
         // gpsd computes the estimates when the epoch's first position sentence arrives and keeps them for the
         // epoch; most receivers send GSA after GGA/RMC, so the VDOP and PDOP then in gpsd's store are the
         // previous epoch's (GGA's HDOP is the current one). The estimates take the store as it was; the epoch's
