@@ -232,12 +232,19 @@ public final class Daemon: @unchecked Sendable {
         source.resume()
         signalSource = source
         server.start()
+        // The state each receiver was last logged in: a status event also comes when only its device changed.
+        let logged = Locked([String: ReceiverStatus.State]())
         receivers.start { event in
             switch event {
             case .fix(let fix):
                 server.publish(fix)
             case .status(let s):
                 server.receiverChanged()
+                let changed = logged.withLock { states in
+                    defer { states[s.name] = s.state }
+                    return states[s.name] != s.state
+                }
+                guard changed else { return }
                 switch s.state {
                 case .connected:
                     log.info("receiver connected", ["receiver.name": s.name, "receiver.path": s.path, "receiver.speed": s.speed.map(String.init) ?? "-"])

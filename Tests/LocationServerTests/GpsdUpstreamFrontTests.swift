@@ -66,6 +66,9 @@ struct GpsdUpstreamFrontTests {
         #expect(status.contains("localhost:\(upstream) (\(device))"), "\(status)")
         let json = try PolicyEndToEndTests.run([locationctl, "status", "--json", "--socket", daemon.socketPath], in: directory).stdout
         #expect(json.contains(#""device":"\#(device)""#), "\(json)")
+        // Learning the device is a status change, not a new connection: "receiver connected" is logged once.
+        let connectedLines = daemon.log.split(separator: "\n").filter { $0.contains("receiver connected") }
+        #expect(connectedLines.count == 1, "\(connectedLines)")
 
         let ourTPVs = Self.tpvsByTime(ours)
         let common = Set(gpsdTPVs.keys).intersection(ourTPVs.keys).sorted()
