@@ -19,7 +19,8 @@ enum AddressHolder {
     static func holders(of address: TCPAddress) -> (uid: UInt32, processes: [Holder])? {
         let nowhere = TCPAddress(family: address.family, bytes: [UInt8](repeating: 0, count: address.bytes.count), port: 0)
         guard let owner = PeerProcess.tcpSocketOwner(peer: address, ours: nowhere) else { return nil }
-        let pids = PeerProcess.processes(holdingSocket: owner.inode, uid: nil)
+        // Once, at start-up, for the administrator: every process is read, however many descriptors.
+        let pids = PeerProcess.processes(holdingSocket: owner.inode, uid: nil, descriptorLimit: .max) ?? []
         return (owner.uid, pids.map { Holder(pid: $0, program: program(of: $0)) })
     }
 

@@ -15,6 +15,8 @@ public enum TCPPeerRefusal: Error, Equatable, CustomStringConvertible {
     case ambiguous([Int32])
     /// The process exited, or its pid was reused, while it was being identified.
     case exited
+    /// The owner's processes hold more descriptors than one look-up reads (`PeerProcess.descriptorScanLimit`).
+    case tooManyDescriptors
 
     public var description: String {
         switch self {
@@ -24,6 +26,7 @@ public enum TCPPeerRefusal: Error, Equatable, CustomStringConvertible {
         case .noProcess: return "no process holds the other end"
         case .ambiguous(let pids): return "processes running different programs hold the other end (pids \(pids.map(String.init).joined(separator: ",")))"
         case .exited: return "the connecting process exited before it was identified"
+        case .tooManyDescriptors: return "its user's processes hold more than \(PeerProcess.descriptorScanLimit) descriptors"
         }
     }
 }
@@ -56,7 +59,7 @@ extension ClientIdentity {
     /// The identity of the peer whose socket `owner` (`tcpPeerOwner`) is.
     /// - Throws: `TCPPeerRefusal` when no process, or processes of different programs, hold it.
     public static func ofTCPPeer(socket fd: Int32, owner: (uid: UInt32, inode: UInt64)) throws(TCPPeerRefusal) -> ClientIdentity {
-        let holders = PeerProcess.processes(holdingSocket: owner.inode, uid: owner.uid)
+        guard let holders = PeerProcess.processes(holdingSocket: owner.inode, uid: owner.uid) else { throw .tooManyDescriptors }
         guard let pid = holders.first else { throw .noProcess }
         guard case .success(let pidfd) = PeerProcess.pin(pid) else { throw .exited }
         let executable = verifiedExecutable(pid: pid)

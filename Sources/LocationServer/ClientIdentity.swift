@@ -59,7 +59,9 @@ extension ClientIdentity {
     static func soleProgram(holding socket: Int32, pid: Int32, uid: UInt32, executable: String?, unit: String?) -> Bool {
         guard executable != nil || unit != nil else { return true }
         guard let peer = PeerProcess.unixPeerInode(of: socket) else { return false }
-        for holder in PeerProcess.processes(holdingSocket: peer, uid: uid) where holder != pid {
+        // More descriptors than one look-up reads: who else holds it cannot be told (fail closed).
+        guard let holders = PeerProcess.processes(holdingSocket: peer, uid: uid) else { return false }
+        for holder in holders where holder != pid {
             guard verifiedExecutable(pid: holder) == executable, systemdUnit(pid: holder) == unit else { return false }
         }
         return true
