@@ -25,8 +25,10 @@ import LocationPosix
 /// `gps_open` reduces to "can't connect"); `gps_open` then resolves the host and connects again, at once
 /// for a gpsd that just answered. Host name resolution itself is bounded only by the resolver's timeouts.
 ///
-/// Its status's `device` is gpsd's device (`DEVICES` with one device, then each TPV's `device`): the gpsd front
-/// lists the receiver by it, as gpsd does.
+/// Its status's `device` is gpsd's device: the configured `device`, else gpsd's one device (its `DEVICES` answer to
+/// the WATCH, and the `DEVICE` reports of devices it opens later). The gpsd front lists the receiver by it, as gpsd does, to the clients that may see the receivers'
+/// state. It is not taken from each TPV: with several devices it would change at each device's fixes, and tell
+/// their times (found by a helper attacking the daemon as another uid).
 ///
 /// The `sentences` of its status count gpsd's JSON reports (TPV, SKY, DEVICE, ...), over all connections.
 ///
@@ -240,12 +242,19 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
         let set = data.pointee.set
         let reportDevice = Self.string(fromCharacters: data.pointee.dev.path)
         guard device == nil || reportDevice == device else { return }
-        if device == nil, connection.messageIs(class: "DEVICES"), data.pointee.devices.ndevices == 1 {
-            // gpsd's answer to the WATCH: with one device, that is where the fixes will come from.
-            let only = withUnsafeBytes(of: &data.pointee.devices.list) { raw in
-                Self.string(fromCharacters: raw.load(as: devconfig_t.self).path)
+        if device == nil, connection.messageIs(class: "DEVICES") || connection.messageIs(class: "DEVICE") {
+            // gpsd's devices: its answer to the WATCH lists them, and each one it opens later is told in a DEVICE.
+            // With one device, that is where the fixes come from.
+            if connection.messageIs(class: "DEVICES") {
+                let count = max(0, min(Int(data.pointee.devices.ndevices), Int(MAXUSERDEVS)))
+                connection.devices = withUnsafeBytes(of: &data.pointee.devices.list) { raw in
+                    (0..<count).map { Self.string(fromCharacters: raw.load(fromByteOffset: $0 * MemoryLayout<devconfig_t>.stride,
+                                                                           as: devconfig_t.self).path) }
+                }
+            } else if !reportDevice.isEmpty, !connection.devices.contains(reportDevice), connection.devices.count < 16 {
+                connection.devices.append(reportDevice)
             }
-            if !only.isEmpty { core.setDevice(only) }
+            if connection.devices.count == 1, !connection.devices[0].isEmpty { core.setDevice(connection.devices[0]) }
             return
         }
         if connection.messageIs(class: "SKY") {
@@ -254,7 +263,6 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
         }
         // libgps sets STATUS_SET only when it unpacks a TPV report, MODE_SET when that carried a mode.
         guard set & STATUS_SET != 0, set & MODE_SET != 0 else { return }
-        if !reportDevice.isEmpty { core.setDevice(reportDevice) }
         var fix = Self.fix(from: data.pointee.fix, set: set)
         fix.satellitesUpdated = false
         if let sky = connection.sky[reportDevice] {
@@ -311,6 +319,8 @@ private final class Connection: @unchecked Sendable {
     var message = [CChar](repeating: 0, count: 32)
     /// By device path (TPV.device / SKY.device).
     var sky: [String: Sky] = [:]
+    /// gpsd's devices: its `DEVICES` list, and each device a `DEVICE` report named since (at most 16).
+    var devices: [String] = []
     private var isOpen = false
 
     init() {

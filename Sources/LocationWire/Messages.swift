@@ -54,7 +54,7 @@ extension ServerMessage {
         // satellites in view (from the GSV count) and when the fix is lost.
         let list = fixDetails ? receivers : receivers.map { r in
             ReceiverReport(name: r.name, type: r.type, path: r.path, state: nil, speed: r.speed, sentences: nil, fixes: nil,
-                           errors: nil, priority: r.priority, device: r.device)
+                           errors: nil, priority: r.priority)
         }
         return ServerMessage.status(Status(mode: mode, clients: clients, receivers: list, uplinks: uplinks)).encoded()
     }

@@ -66,6 +66,12 @@ struct GpsdUpstreamFrontTests {
         #expect(status.contains("localhost:\(upstream) (\(device))"), "\(status)")
         let json = try PolicyEndToEndTests.run([locationctl, "status", "--json", "--socket", daemon.socketPath], in: directory).stdout
         #expect(json.contains(#""device":"\#(device)""#), "\(json)")
+        // Another uid without a grant is shown the configured path only, in DEVICES and in its mode 1 TPVs (and in
+        // STATUS, `ServerMessageEncodingTests`): the device gpsd named once it answered would tell that it runs.
+        let stranger = try PolicyEndToEndTests.run(GpsdFrontEndToEndTests.asNobody + ["timeout", "5", "gpspipe", "-w", "-n", "5",
+                                                                                     "127.0.0.1:\(front)"], in: directory).stdout
+        #expect(stranger.contains(#""path":"localhost:\#(upstream)""#) && !stranger.contains(device), "\(stranger)")
+        #expect(stranger.contains(#"{"class":"TPV","device":"localhost:\#(upstream)","mode":1}"#), "\(stranger)")
         // Learning the device is a status change, not a new connection: "receiver connected" is logged once.
         let connectedLines = daemon.log.split(separator: "\n").filter { $0.contains("receiver connected") }
         #expect(connectedLines.count == 1, "\(connectedLines)")

@@ -73,6 +73,10 @@ struct GpsdReceiverTests {
         // after it connected (it connected before gpspipe).
         #expect(unfiltered.status.sentences >= tpvs.count)
         #expect(unfiltered.status.path == "localhost:\(port)")
+        // gpsd has two devices: the unfiltered receiver names none (taken from each TPV, it would change at each
+        // device's fixes, and tell their times); the filtered one names its own.
+        #expect(unfiltered.status.device == nil)
+        #expect(filtered.status.device == devices[1])
         #expect(unfiltered.status.type == "gpsd")
         if case let .unavailable(reason) = unfiltered.status.state {
             #expect(reason.hasPrefix("gpsd at localhost:\(port): "), "reason: \(reason)")

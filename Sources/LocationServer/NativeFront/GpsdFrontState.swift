@@ -58,7 +58,9 @@ struct GpsdFrontState {
     private var estimates = GpsdEstimates()
     /// Receiver name → device path (DEVICE.path, TPV.device), refreshed at each client read and after a
     /// receiver's status changed.
-    private(set) var devicePaths: [(name: String, path: String)] = []
+    /// `path` is the device as gpsd names it (`devicePath`), for clients that may see the receivers' state;
+    /// `shown` what the others see (`shownPath`).
+    private(set) var devicePaths: [(name: String, path: String, shown: String)] = []
     /// gpsd clients watching that may see no position (unauthorized, waiting for an agent, or When In Use
     /// without an active session): each tick of the blind clock gets them a `mode` 1 TPV, nothing more.
     var blind: Set<Int> = []
@@ -99,12 +101,18 @@ struct GpsdFrontState {
     /// replay file (`path`), else its name.
     static func devicePath(_ r: ReceiverReport) -> String { r.device ?? r.path ?? r.name }
 
-    /// Records receiver `name`'s device path.
-    mutating func setDevicePath(_ path: String, of name: String) {
-        if let i = devicePaths.firstIndex(where: { $0.name == name }) {
-            devicePaths[i].path = path
+    /// The path a client that may not see the receivers' state is shown: the configured one (serial port,
+    /// replay file, gpsd's address), never the device an upstream gpsd named once it answered, which would
+    /// tell that it runs (docs/SECURITY.md).
+    static func shownPath(_ r: ReceiverReport) -> String { r.path ?? r.name }
+
+    /// Records receiver `r`'s paths.
+    mutating func setDevicePath(of r: ReceiverReport) {
+        let entry = (name: r.name, path: Self.devicePath(r), shown: Self.shownPath(r))
+        if let i = devicePaths.firstIndex(where: { $0.name == r.name }) {
+            devicePaths[i] = entry
         } else {
-            devicePaths.append((name, path))
+            devicePaths.append(entry)
         }
     }
 
@@ -164,7 +172,7 @@ struct GpsdFrontState {
     ///   for a client that may not see the location: they tell which receiver runs and when fixes can come.
     static func devices(_ reports: [ReceiverReport], withState: Bool) -> [GpsdDevice] {
         reports.map { r in
-            GpsdDevice(path: devicePath(r), activated: withState ? r.connectedSince : nil,
+            GpsdDevice(path: withState ? devicePath(r) : shownPath(r), activated: withState ? r.connectedSince : nil,
                        flags: withState && (r.sentences ?? 0) > 0 ? 1 : nil, bitsPerSecond: r.speed)
         }
     }

@@ -29,7 +29,7 @@ extension ServerState {
         let authorization = publisher.authorization(of: id, at: now)
         let seesState = authorization.status.isAuthorized && authorization.inUse && authorization.accuracy == .full
         let devices = GpsdFrontState.devices(reports, withState: seesState)
-        for r in reports { gpsdFront.setDevicePath(GpsdFrontState.devicePath(r), of: r.name) }
+        for r in reports { gpsdFront.setDevicePath(of: r) }
         var reply = session.conversation.receive(input, devices: devices)
         connections[id]?.gpsd?.conversation = session.conversation
         if !reply.pollOffsets.isEmpty {
@@ -92,7 +92,7 @@ extension ServerState {
             return
         }
         gpsdWatchBlind(id)
-        gpsdTell(id, gpsdFront.noFixTPV(device: gpsdDefaultDevice()))
+        gpsdTell(id, gpsdFront.noFixTPV(device: gpsdDefaultDevice(seesState: false)))
         gpsdAskIfUndetermined(id, request: request, at: now)
         // Record what it was "told" (nothing reaches it): a later change — a reload, a grant — then comes
         // back as an `authorization` delivery, which starts its stream.
@@ -140,7 +140,7 @@ extension ServerState {
             if !fix {
                 connections[id]?.gpsd?.lastTPV = []
                 connections[id]?.gpsd?.lastSKY = []
-                gpsdTell(id, gpsdFront.noFixTPV(device: gpsdDefaultDevice()))
+                gpsdTell(id, gpsdFront.noFixTPV(device: gpsdDefaultDevice(seesState: true)))
             }
         case let .authorization(id, state):
             // Decided (a rule, an agent's answer, a grant revoked or expired): a watcher starts streaming,
@@ -161,7 +161,7 @@ extension ServerState {
             connections[id]?.gpsd?.lastTPV = []
             connections[id]?.gpsd?.lastSKY = []
             if connections[id]?.gpsd?.conversation.policy.enable == true { gpsdWatchBlind(id) }
-            gpsdTell(id, gpsdFront.noFixTPV(device: gpsdDefaultDevice()))
+            gpsdTell(id, gpsdFront.noFixTPV(device: gpsdDefaultDevice(seesState: false)))
         case .pollReply, .audit:
             break
         }
@@ -200,7 +200,7 @@ extension ServerState {
         gpsdFront.blindClockRunning = false
         guard !gpsdFront.blind.isEmpty else { return }
         refreshDevicePaths()
-        let tpv = gpsdFront.noFixTPV(device: gpsdDefaultDevice())
+        let tpv = gpsdFront.noFixTPV(device: gpsdDefaultDevice(seesState: false))
         for id in gpsdFront.blind.sorted() { gpsdTell(id, tpv) }
         if !gpsdFront.blind.isEmpty { armBlindClock() }
     }
@@ -211,14 +211,15 @@ extension ServerState {
         send(id, tpv, isLocation: true, gpsd: true)
     }
 
-    /// The first receiver's device path (TPV.device of a fix-less TPV; names no location).
-    private func gpsdDefaultDevice() -> String? {
-        gpsdFront.devicePaths.map(\.path).sorted().first
+    /// The first receiver's device path (TPV.device of a fix-less TPV; names no location): as gpsd names it for a
+    /// client told the fix was lost (full accuracy: it may see the receivers' state), else the configured one.
+    private func gpsdDefaultDevice(seesState: Bool) -> String? {
+        gpsdFront.devicePaths.map { seesState ? $0.path : $0.shown }.sorted().first
     }
 
     /// Receiver names → device paths, from the receivers' snapshot (refreshed at each client read).
     private mutating func refreshDevicePaths() {
         guard gpsdFront.devicePaths.isEmpty else { return }
-        for r in context.receivers.receiverReports() { gpsdFront.setDevicePath(GpsdFrontState.devicePath(r), of: r.name) }
+        for r in context.receivers.receiverReports() { gpsdFront.setDevicePath(of: r) }
     }
 }
