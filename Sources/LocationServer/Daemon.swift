@@ -76,6 +76,10 @@ public final class Daemon: @unchecked Sendable {
     private var isReady = false
     /// Run on SIGTERM/SIGINT after the receivers stopped (the uplinks say offline and keep their spool). Main queue.
     private var stopHandlers: [() -> Void] = []
+    /// The state each receiver was last logged in (from the receivers' threads): a status event also comes when
+    /// only its device changed. The daemon's own, so that it lives as long as the daemon (held by the event
+    /// handler alone, LeakSanitizer found it unreachable at exit).
+    private let loggedStates = Locked([String: ReceiverStatus.State]())
 
     /// Opens the socket — or takes the one systemd passed (socket activation) — and prepares the
     /// receivers (not started yet).
@@ -232,15 +236,13 @@ public final class Daemon: @unchecked Sendable {
         source.resume()
         signalSource = source
         server.start()
-        // The state each receiver was last logged in: a status event also comes when only its device changed.
-        let logged = Locked([String: ReceiverStatus.State]())
-        receivers.start { event in
+        receivers.start { [loggedStates] event in
             switch event {
             case .fix(let fix):
                 server.publish(fix)
             case .status(let s):
                 server.receiverChanged()
-                let changed = logged.withLock { states in
+                let changed = loggedStates.withLock { states in
                     defer { states[s.name] = s.state }
                     return states[s.name] != s.state
                 }
