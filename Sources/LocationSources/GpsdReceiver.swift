@@ -57,7 +57,7 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
     private let core: ReceiverCore
 
     /// The current connection; only touched on `core.queue`.
-    private var connection: Connection?
+    private var connection: GpsdConnection?
     /// JSON reports read over all connections (status `sentences`).
     private var reports = 0
     /// Read errors over all connections (status `errors`).
@@ -111,7 +111,7 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
             unavailable(reachable < 0 ? "cannot resolve host \(host)" : Self.lowercasedFirst(Errno(rawValue: reachable).description))
             return
         }
-        let connection = Connection()
+        let connection = GpsdConnection()
         guard connection.open(host: host, port: port) else {
             // libgps leaves a negative netlib code in errno; nothing is open.
             unavailable(Self.describeOpenFailure(errno))
@@ -192,7 +192,7 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
     /// call, > 0 for a report, 0 when no complete line is buffered and the non-blocking socket has nothing
     /// more (EAGAIN), -1 at end of file or on a read error. Draining until 0 is what `gps_waiting(&data, 0)`
     /// would tell, without its `select(2)`, which cannot take descriptors ≥ FD_SETSIZE.
-    private func readAvailable(_ connection: Connection) {
+    private func readAvailable(_ connection: GpsdConnection) {
         guard self.connection === connection else { return }
         var budget = 1024
         while true {
@@ -231,7 +231,7 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
 
     /// One JSON report has been unpacked into `connection.data`; `set` holds only what it carried (cleared
     /// before `gps_read`), `connection.message` the start of its line.
-    private func handleReport(_ connection: Connection) {
+    private func handleReport(_ connection: GpsdConnection) {
         reports += 1
         if !connection.hadReport {
             // gpsd answered (its VERSION greeting): the connection works, start backoff afresh next time.
@@ -291,119 +291,5 @@ public final class GpsdReceiver: Receiver, @unchecked Sendable {
         guard let connection else { return }
         self.connection = nil
         connection.stopReading()
-    }
-}
-
-/// One connection to gpsd: libgps's state (`gps_data_t`, about 24 KB, at a stable address as libgps
-/// requires) and the reader thread on its socket. `@unchecked Sendable`: used only on the receiver's
-/// queue.
-private final class Connection: @unchecked Sendable {
-    /// What the latest SKY report of a device said (gpsd_json(5) SKY; gpsd sends one per epoch, next to the
-    /// TPV).
-    struct Sky {
-        /// Satellites with `used: true`, and all listed; nil when the SKY listed none.
-        var satellitesUsed: Int?
-        var satellitesVisible: Int?
-        /// SKY.satellites, as libgps unpacked them into its skyview.
-        var satellites: [Satellite] = []
-        /// SKY.hdop, vdop, pdop, tdop, gdop.
-        var dop = DilutionOfPrecision()
-        /// A SKY came since the device's last TPV (`Fix.satellitesUpdated`).
-        var fresh = false
-    }
-
-    let data: UnsafeMutablePointer<gps_data_t>
-    var reader: ReadabilityThread?
-    var hadReport = false
-    /// The start of the last report's line, NUL-terminated (`gps_read`'s message copy).
-    var message = [CChar](repeating: 0, count: 32)
-    /// By device path (TPV.device / SKY.device).
-    var sky: [String: Sky] = [:]
-    /// gpsd's devices: its `DEVICES` list, and each device a `DEVICE` report named since (at most 16).
-    var devices: [String] = []
-    private var isOpen = false
-
-    init() {
-        let size = MemoryLayout<gps_data_t>.size
-        let raw = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: MemoryLayout<gps_data_t>.alignment)
-        raw.initializeMemory(as: UInt8.self, repeating: 0, count: size)
-        data = raw.bindMemory(to: gps_data_t.self, capacity: 1)
-    }
-
-    /// True when the last report's line starts `{"class":"NAME"`.
-    func messageIs(class name: String) -> Bool {
-        let expected = Array("{\"class\":\"\(name)\"".utf8)
-        guard expected.count < message.count else { return false }
-        for (index, byte) in expected.enumerated() where UInt8(bitPattern: message[index]) != byte { return false }
-        return true
-    }
-
-    /// Keeps what a SKY report said: DOPs (NaN = absent), and the satellite counts libgps derives from
-    /// its list (SATELLITE_SET).
-    func noteSky(from report: UnsafeMutablePointer<gps_data_t>, device: String) {
-        var sky = self.sky[device] ?? Sky()
-        sky.fresh = true
-        let dop = report.pointee.dop
-        sky.dop = DilutionOfPrecision(horizontal: GpsdReceiver.finite(dop.hdop), vertical: GpsdReceiver.finite(dop.vdop),
-                                      position: GpsdReceiver.finite(dop.pdop), time: GpsdReceiver.finite(dop.tdop),
-                                      geometric: GpsdReceiver.finite(dop.gdop))
-        if report.pointee.set & SATELLITE_SET != 0 {
-            sky.satellitesUsed = Int(report.pointee.satellites_used)
-            sky.satellitesVisible = Int(report.pointee.satellites_visible)
-            sky.satellites = Self.satellites(of: report)
-        } else {
-            sky.satellitesUsed = nil
-            sky.satellitesVisible = nil
-            sky.satellites = []
-        }
-        if self.sky[device] == nil && self.sky.count >= 16 { self.sky.removeAll() }
-        self.sky[device] = sky
-    }
-
-    /// The satellites of libgps's skyview (gps.h `struct satellite_t`, gpsd_json(5) SKY.satellites): by gnssid
-    /// and svid when gpsd gave them (u-blox numbering, which `Constellation` shares), else by gpsd's PRN
-    /// (NMEA 2.x–4.0 ranges); an SNR of −1 or a NaN angle is absent.
-    static func satellites(of report: UnsafeMutablePointer<gps_data_t>) -> [Satellite] {
-        let count = max(0, min(Int(report.pointee.satellites_visible), Int(MAXCHANNELS)))
-        return withUnsafeBytes(of: &report.pointee.skyview) { raw in
-            let list = raw.bindMemory(to: satellite_t.self)
-            return list.prefix(count).map { s in
-                let identified = s.svid != 0
-                return Satellite(prn: identified ? Int(s.svid) : Int(s.PRN),
-                                 constellation: identified ? Constellation(rawValue: Int(s.gnssid)) : nil,
-                                 elevation: GpsdReceiver.finite(s.elevation), azimuth: GpsdReceiver.finite(s.azimuth),
-                                 signalToNoise: s.ss >= 0 ? GpsdReceiver.finite(s.ss) : nil, used: s.used)
-            }
-        }
-    }
-
-    /// `gps_open` (libgps(3)): connects to gpsd at host:port and sets up libgps's line buffer. False on
-    /// failure, with a negative netlib code (gps_errstr(3)) in errno; nothing is left open then.
-    func open(host: String, port: Int) -> Bool {
-        precondition(!isOpen, "a Connection is opened once")
-        isOpen = gps_open(host, String(port), data) == 0
-        return isOpen
-    }
-
-    /// Stops the reader thread, then (once it no longer polls the socket) `close`s; the thread's handler,
-    /// which holds this connection, is released with it. On the receiver's queue.
-    func stopReading() {
-        guard let reader else { return close() }
-        reader.cancel {
-            self.close()
-            self.reader = nil
-        }
-    }
-
-    /// `gps_close` (libgps(3)): closes the socket, frees libgps's buffer. Does nothing unless `open`
-    /// succeeded, and nothing the second time.
-    func close() {
-        guard isOpen else { return }
-        isOpen = false
-        _ = gps_close(data)
-    }
-
-    deinit {
-        UnsafeMutableRawPointer(data).deallocate()
     }
 }
