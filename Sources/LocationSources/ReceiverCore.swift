@@ -68,25 +68,30 @@ final class ReceiverCore: @unchecked Sendable {
     /// Records a state change and tells the owner.
     func setState(_ state: ReceiverStatus.State, speed: Int? = nil) {
         let now = wallClockSeconds()
-        let current = snapshot.withLock { s -> ReceiverStatus? in
-            if s.state == state && (speed == nil || s.speed == speed) { return nil }
+        update { s in
+            if s.state == state && (speed == nil || s.speed == speed) { return false }
             if state == .connected && s.state != .connected { s.connectedSince = now }
             if state != .connected { s.connectedSince = nil }
             s.state = state
             if let speed { s.speed = speed }
-            return s
+            return true
         }
-        if let current { handler?(.status(current)) }
     }
 
     /// Records the device the fixes come from (a gpsd receiver's upstream device) and tells the owner when
     /// it changed.
     func setDevice(_ device: String) {
-        let current = snapshot.withLock { s -> ReceiverStatus? in
-            guard s.device != device else { return nil }
+        update { s in
+            guard s.device != device else { return false }
             s.device = device
-            return s
+            return true
         }
+    }
+
+    /// Applies `change` to the snapshot under its lock; when it says it changed something, tells the owner the
+    /// new snapshot (`ReceiverEvent.status`), outside the lock.
+    private func update(_ change: (inout ReceiverStatus) -> Bool) {
+        let current = snapshot.withLock { s -> ReceiverStatus? in change(&s) ? s : nil }
         if let current { handler?(.status(current)) }
     }
 

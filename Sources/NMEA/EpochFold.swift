@@ -11,8 +11,8 @@ import LocationCore
 struct EpochFold: Sendable {
     /// Values the fix takes as the sentences give them (the rest is derived by `FixAssembler`): altitude above
     /// mean sea level and geoid separation, metres (GGA, GNS); track and magnetic variation, degrees (RMC,
-    /// VTG); magnetic track, degrees (VTG); heading, degrees true (HDT, THS). Plain fields rather than a `Fix`, so a fold is cheap to create
-    /// and copy.
+    /// VTG); magnetic track, degrees (VTG); heading, degrees true (HDT, THS). Plain fields rather than a `Fix`,
+    /// so a fold is cheap to create and copy.
     var altitudeMSL: Double?, geoidSeparation: Double?
     var track: Double?, magneticVariation: Double?, magneticTrack: Double?
     var heading: Double?
