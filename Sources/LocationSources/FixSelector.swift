@@ -15,6 +15,9 @@ import LocationCore
 ///
 /// It qualifies again with its next valid fix, and, having the higher priority, takes over at once.
 /// The cycle is measured between a receiver's valid fixes (50 ms to 10 s).
+///
+/// While none qualifies, one no-fix is published when the last one stops qualifying, and then every no-fix epoch
+/// of the connected receiver that would be chosen first (its time, satellites and DOPs, no position).
 public struct FixSelector: Sendable {
     /// What to do after an event.
     public enum Action: Equatable, Sendable {
@@ -153,7 +156,24 @@ public struct FixSelector: Sendable {
         let previous = selected
         let action = reselect(now: now)
         if selected == name && previous == name && fix.hasPosition { return .publish(fix) }
+        // None qualifies: the no-fix epochs of the receiver that would be chosen first go out, each with its time,
+        // where one no-fix was announced before — gpsd reports every no-fix epoch (a `mode` 1 TPV with `time`), and
+        // its clients show the receiver's clock running and take silence for a dead link (gpsd 3.22, `.chk` files).
+        if selected == nil, !fix.hasPosition, speaksForNoFix(i) {
+            announcedNoFix = true
+            return .publish(fix)
+        }
         return action
+    }
+
+    /// Whether entry `i`'s no-fix epochs are published while no receiver qualifies: no other connected receiver
+    /// would be chosen before it (a higher priority, or the same and earlier in the configuration).
+    private func speaksForNoFix(_ i: Int) -> Bool {
+        !entries.indices.contains { j in
+            j != i && entries[j].connected
+                && (entries[j].priority > entries[i].priority
+                    || (entries[j].priority == entries[i].priority && entries[j].order < entries[i].order))
+        }
     }
 
     /// Time passed: the selected receiver's fix may have gone stale.

@@ -74,7 +74,7 @@ struct GpsdFrontEndToEndTests {
         let port = try Self.freePort()
         let daemon = try Self.daemon(port: port, policy: "access = deny", clients: PolicyEndToEndTests.rootSeesAll)
         defer { daemon.stop() }
-        let output = try Self.run(["timeout", "20", "gpspipe", "-w", "-n", "20", "127.0.0.1:\(port)"])
+        let output = try Self.run(["timeout", "20", "gpspipe", "-w", "-n", "40", "127.0.0.1:\(port)"])
         let lines = Self.lines(output)
         #expect(lines.first?.hasPrefix(#"{"class":"VERSION","release":"3.22","rev":"3.22","proto_major":3,"proto_minor":14"#) == true, "\(output)")
         let positions = lines.compactMap { Self.positionMembers(of: $0) }
@@ -123,7 +123,7 @@ struct GpsdFrontEndToEndTests {
         let port = try Self.freePort()
         let daemon = try Self.daemon(port: port, policy: "access = deny", clients: rule)
         defer { daemon.stop() }
-        let output = try Self.run(["timeout", "20"] + Self.asNobody + ["gpspipe", "-w", "-n", "12", "127.0.0.1:\(port)"])
+        let output = try Self.run(["timeout", "20"] + Self.asNobody + ["gpspipe", "-w", "-n", "40", "127.0.0.1:\(port)"])
         let positions = Self.lines(output).compactMap { Self.positionMembers(of: $0) }
         #expect(!positions.isEmpty, "\(output)")
         let expected = try Self.gpsdPositions()

@@ -24,7 +24,7 @@ struct GpsdFrontServiceIdentityTests {
         defer { daemon.stop() }
         let expected = try GpsdFrontEndToEndTests.gpsdPositions()
         for launcher in [[], ["setpriv", "--reuid=1", "--regid=1", "--clear-groups"]] {
-            let output = try GpsdFrontEndToEndTests.run(["timeout", "20"] + launcher + ["gpspipe", "-w", "-n", "12", "127.0.0.1:\(port)"])
+            let output = try GpsdFrontEndToEndTests.run(["timeout", "20"] + launcher + ["gpspipe", "-w", "-n", "40", "127.0.0.1:\(port)"])
             let positions = GpsdFrontEndToEndTests.lines(output).compactMap { GpsdFrontEndToEndTests.positionMembers(of: $0) }
             #expect(!positions.isEmpty, "gpspipe \(launcher.isEmpty ? "as root" : "as uid 1") got no position: \(output.prefix(600))")
             for position in positions { #expect(expected.contains(position)) }

@@ -187,7 +187,7 @@ struct PublisherTests {
         Geodesy.distance(latitude1: a.latitude ?? 0, longitude1: a.longitude ?? 0, latitude2: b.latitude ?? 0, longitude2: b.longitude ?? 0)
     }
 
-    @Test("fix loss: STATE once when the fix goes, once when it is back, then the report")
+    @Test("fix loss: told once when the fix goes (each no-fix epoch after it goes on, for gpsd's mode 1 TPVs), once when it is back, then the report")
     func fixLoss() {
         var p = Self.publisher()
         let initial = Self.watch(&p, 1, Self.navit, at: Self.moment(0))
@@ -201,8 +201,11 @@ struct PublisherTests {
         out.removeAll()
         p.publish(lost, at: Self.moment(2), into: &out)
         p.publish(lost, at: Self.moment(3), into: &out)
-        #expect(out.count == 1)
-        #expect(out.contains { if case .fixState(1, false) = $0 { true } else { false } })
+        // A full-accuracy watcher: the first no-fix says the fix was lost (STATE on the native front), the next
+        // epochs go to it too (the gpsd front sends each as gpsd does), and no STATE more.
+        #expect(out.count == 2)
+        #expect(out.first.map { if case .noFixEpoch(1, true) = $0 { true } else { false } } == true, "\(out)")
+        #expect(out.last.map { if case .noFixEpoch(1, false) = $0 { true } else { false } } == true, "\(out)")
         out.removeAll()
         p.publish(Self.positioned[1], at: Self.moment(4), into: &out)
         #expect(out.contains { if case .fixState(1, true) = $0 { true } else { false } })
@@ -325,6 +328,9 @@ struct PublisherTests {
             out.removeAll()
             p.publish(lost, at: Self.moment(Double(t)), into: &out)
             for case let .fixState(id, false) in out { told[id] = t }
+            for case let .noFixEpoch(id, true) in out { told[id] = t }
+            // The reduced client gets no epoch of it: their times would tell the receiver's cadence.
+            #expect(!out.contains { if case .noFixEpoch(1, _) = $0 { true } else { false } })
         }
         #expect(told[2] == 2)
         #expect(told[1] == 11)  // its report after the one at second 1 was due at second 11

@@ -103,6 +103,24 @@ struct FailoverTests {
         #expect(s.tick(now: Self.at(8)) == .none)
     }
 
+    @Test("while no receiver has a fix, each no-fix epoch of the one that would be chosen first is published, with its time")
+    func noFixEpochs() {
+        var s = FixSelector(receivers: [("low", 0), ("high", 10)])
+        #expect(s.fix(Self.fix("high", 1), from: "high", now: Self.at(0)) == .publish(Self.fix("high", 1)))
+        // Losing the fix: the epoch itself goes out (gpsd's `mode` 1 TPV with the epoch's time), not a bare no-fix.
+        #expect(s.fix(Self.fix("high", 2, valid: false), from: "high", now: Self.at(1)) == .publish(Self.fix("high", 2, valid: false)))
+        #expect(s.fix(Self.fix("low", 2, valid: false), from: "low", now: Self.at(1.1)) == .none)
+        #expect(s.fix(Self.fix("high", 3, valid: false), from: "high", now: Self.at(2)) == .publish(Self.fix("high", 3, valid: false)))
+        #expect(s.tick(now: Self.at(2.5)) == .none)
+        // The first one goes away: the other's epochs speak from then on.
+        #expect(s.connection("high", connected: false, now: Self.at(2.6)) == .none)
+        #expect(s.fix(Self.fix("low", 3, valid: false), from: "low", now: Self.at(3.1)) == .publish(Self.fix("low", 3, valid: false)))
+        // A fix again: published, and no no-fix epoch of anyone while it qualifies.
+        #expect(s.fix(Self.fix("low", 4), from: "low", now: Self.at(4.1)) == .publish(Self.fix("low", 4)))
+        #expect(s.fix(Self.fix("high", 5, valid: false), from: "high", now: Self.at(5)) == .none)
+        #expect(s.fix(Self.fix("low", 5), from: "low", now: Self.at(5.1)) == .publish(Self.fix("low", 5)))
+    }
+
     @Test("one missed epoch of the preferred receiver publishes nothing of the other (issue 12: Brisbane → Oregon → Brisbane)")
     func missedEpochIsNoFailover() {
         var s = FixSelector(receivers: [("oregon", 0), ("brisbane", 10)])

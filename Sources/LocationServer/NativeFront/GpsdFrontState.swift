@@ -69,15 +69,22 @@ struct GpsdFrontState {
     /// How often a blind watcher gets its `mode` 1 TPV: gpsd's no-fix report at a 1 Hz receiver's pace, on
     /// the daemon's clock whatever the receiver's rate.
     static let blindInterval = Duration.seconds(1)
+    /// Counts the fixes observed: a no-fix epoch's shapes are encoded once for all (`noFixShapes`).
+    private var observed: UInt64 = 0
+    /// The shapes of the no-fix observed as `noFixEpoch`.
+    private var noFix: (epoch: UInt64, shapes: GpsdShapes)?
     /// The Publisher's report serial the encodings below belong to.
     private var serial: UInt64?
     /// The encodings of report `serial` at each accuracy (two slots: nothing to hash at every fix).
     private var encodedReduced: GpsdShapes?
     private var encodedFull: GpsdShapes?
 
-    /// A fix from the receivers: gpsd's model of its receiver computes the estimates (each fix once, in order).
+    /// A fix from the receivers: gpsd's model of its receiver computes the estimates (each fix once, in order),
+    /// a no-fix epoch's too (gpsd's `ept`, its SKY's DOPs, and its time as the next fix's previous one); not the
+    /// no-fix the daemon announces when a fix went stale or its receiver away, which gpsd never sees.
     mutating func observe(_ fix: Fix) {
-        guard fix.hasPosition else { return }
+        observed &+= 1
+        guard fix.hasPosition || fix.time != nil || !fix.satellites.isEmpty else { return }
         let device = fix.device ?? ""
         if let i = models.firstIndex(where: { $0.device == device }) {
             estimates = models[i].model.estimates(for: fix)
@@ -157,6 +164,22 @@ struct GpsdFrontState {
 
     private mutating func store(_ shapes: GpsdShapes, _ accuracy: AccuracyAuthorization) {
         if accuracy == .full { encodedFull = shapes } else { encodedReduced = shapes }
+    }
+
+    /// gpsd's no-fix epoch for a full-accuracy watcher, for `fix`, the no-fix last observed: a `mode` 1 TPV with the
+    /// epoch's `time` and `ept` (none for a no-fix the daemon announced), preceded by the epoch's SKY when it
+    /// reported satellites, as gpsd sends both while it has no fix (`sky` is kept for `?POLL;` in any case).
+    /// Encoded once per epoch.
+    /// - Parameter device: the device path when the fix names no receiver.
+    mutating func noFixShapes(of fix: Fix, device fallback: String?) -> GpsdShapes {
+        if let noFix, noFix.epoch == observed { return noFix.shapes }
+        let device = fix.device.flatMap { devicePath(of: $0) } ?? fallback
+        var shapes = GpsdShapes()
+        GpsdReports.appendTPV(fix, estimates: estimates, device: device, to: &shapes.tpv)
+        GpsdReports.appendSKY(fix, dop: estimates.dop, device: device, to: &shapes.sky)
+        shapes.skyAndTPV = fix.satellitesUpdated ? shapes.sky + shapes.tpv : shapes.tpv
+        noFix = (observed, shapes)
+        return shapes
     }
 
     /// A TPV without position, time or satellites: `mode` 1 (what a client that may see nothing gets, and

@@ -136,6 +136,14 @@ extension ServerState {
             case (true, true): send(at: index, id, shapes.skyAndTPV + shapes.nmea, isLocation: true, gpsd: true)
             case (false, false): break
             }
+        case let .noFixEpoch(id, _):
+            guard let fix = publisher.latest, !fix.hasPosition, let index = connections.index(forKey: id) else { return }
+            refreshDevicePaths()
+            let shapes = gpsdFront.noFixShapes(of: fix, device: gpsdDefaultDevice(seesState: true))
+            // `?POLL;` answers with it, as gpsd's with its latest TPV and SKY.
+            Self.gpsdRemember(shapes, in: &connections.values[index])
+            guard let (json, _) = Self.gpsdModes(&connections.values[index]), json else { return }
+            send(at: index, id, shapes.skyAndTPV, isLocation: true, gpsd: true)
         case let .fixState(id, fix):
             if !fix {
                 connections[id]?.gpsd?.lastTPV = []

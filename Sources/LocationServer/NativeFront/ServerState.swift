@@ -282,6 +282,11 @@ struct ServerState {
             case let .fixState(id, fix):
                 if !fix, noFixReason == nil { noFixReason = self.noFixReason() }
                 send(id, ServerMessage.state(fix: fix, reason: fix ? nil : noFixReason))
+            case let .noFixEpoch(id, lost):
+                // STATE is a change of state: the first no-fix says it, the later epochs add nothing here.
+                guard lost else { break }
+                if noFixReason == nil { noFixReason = self.noFixReason() }
+                send(id, ServerMessage.state(fix: false, reason: noFixReason))
             case let .authorization(id, state):
                 send(id, ServerMessage.authorization(status: state.status, accuracy: state.accuracy, reason: state.reason, standing: state.standing, inUse: state.inUse))
             case let .watchEnded(id, state):

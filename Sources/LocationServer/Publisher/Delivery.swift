@@ -13,6 +13,10 @@ enum Delivery: Sendable {
     case pollReply(to: Int, AccuracyAuthorization)
     /// `STATE`: the fix was lost (false) or is back (true).
     case fixState(to: Int, fix: Bool)
+    /// A no-fix (`Publisher.latest`) to a full-accuracy watcher: on the native front `STATE` when `lost` (the first
+    /// since the fix), nothing otherwise; on the gpsd front gpsd's no-fix epoch (a `mode` 1 TPV with the
+    /// receiver's time, and its satellites).
+    case noFixEpoch(to: Int, lost: Bool)
     /// `AUTHORIZATION`: the client's status changed (or it asked).
     indirect case authorization(to: Int, AuthorizationState)
     /// The client lost its authorization while streaming or polling: an `ERROR` for `WATCH` with the reason
@@ -39,7 +43,8 @@ extension Delivery {
     /// The client a delivery is for; nil for an audit record.
     var client: Int? {
         switch self {
-        case .report(let id, _), .pollReply(let id, _), .fixState(let id, _), .authorization(let id, _), .watchEnded(let id, _): return id
+        case .report(let id, _), .pollReply(let id, _), .fixState(let id, _), .noFixEpoch(let id, _),
+             .authorization(let id, _), .watchEnded(let id, _): return id
         case .audit: return nil
         }
     }

@@ -270,7 +270,7 @@ struct Publisher {
     mutating func publish(_ fix: Fix, at now: Moment, into out: inout [Delivery]) {
         latest = fix
         guard fix.hasPosition else {
-            for index in subscribers.indices where subscribers.entries[index].watching { tellFixLost(index, at: now, into: &out) }
+            for index in subscribers.indices where subscribers.entries[index].watching { tellNoFix(index, at: now, into: &out) }
             return
         }
         report.next()
@@ -358,6 +358,15 @@ struct Publisher {
         tellFix(index, false, into: &out)
     }
 
+    /// A no-fix was published (an epoch without a position, or the fix gone stale): a full-accuracy watcher gets it
+    /// (the receiver's time and satellites, which it may see), `lost` with the first; others only `tellFixLost`.
+    private mutating func tellNoFix(_ index: Int, at now: Moment, into out: inout [Delivery]) {
+        guard authorizedAccuracy(index, at: now) == .full else { return tellFixLost(index, at: now, into: &out) }
+        let lost = subscribers.entries[index].toldFix != false
+        subscribers[slot: index].toldFix = false
+        out.append(.noFixEpoch(to: subscribers.entries[index].id, lost: lost))
+    }
+
     /// What a client may know of the fix's mode (STATUS): all of it at full accuracy; at reduced, what its
     /// paced messages told it — 2D with a fix, none without, nothing before any.
     mutating func modeShown(to id: Int, accuracy: AccuracyAuthorization) -> FixMode? {
@@ -389,5 +398,4 @@ struct Publisher {
         }
         return report.reducedFix != nil
     }
-
 }
