@@ -338,6 +338,33 @@ struct PublisherTests {
         #expect(p.modeShown(to: 1, accuracy: .reduced) == .noFix)
     }
 
+    @Test("a reduced client does not learn when the fix came back: the report waits for its cadence's next instant")
+    func reducedRegainIsOnTheCadence() {
+        // Found by a helper attacking the daemon as uid 1 (reduced, reduced-interval 15 s): after the loss notice, the
+        // first fix after the receiver regained it went out at once, within 1–10 ms of the epoch, whenever that was.
+        var p = Self.publisher(Self.rules(reducedInterval: 10))
+        _ = Self.watch(&p, 1, Self.weather, at: Self.moment(0))
+        var sent: [Double] = []
+        func publish(_ fix: Fix, at t: Double) {
+            var out: [Delivery] = []
+            p.publish(fix, at: Self.moment(t), into: &out)
+            if !Self.reports(out).isEmpty { sent.append(t) }
+        }
+        publish(Self.positioned[0], at: 1)                          // the cadence: 1, 11, 21, 31, ...
+        for t in 2...14 { publish(Self.fixes[0], at: Double(t)) }   // lost; told at 11
+        // Back at 14.4, after the window of the instant at 11 (2.5 s): nothing until the instant at 21, then the first
+        // fix after it.
+        for (i, t) in stride(from: 14.4, through: 24, by: 1).enumerated() { publish(Self.positioned[i + 1], at: t) }
+        #expect(sent == [1, 21.4], "\(sent)")
+        // Lost again, back 0.5 s after the instant at 41 (in its window): that instant's report, at the fix.
+        for t in 25...41 { publish(Self.fixes[0], at: Double(t)) }
+        publish(Self.positioned[20], at: 41.5)
+        #expect(sent == [1, 21.4, 41.5], "\(sent)")
+        // The POLL's wait tells the grid, not the fix: 10 s after the instant at 41, not after 41.5.
+        let due = p.reducedReportDue(of: 1, at: Self.moment(42))
+        #expect(due > .milliseconds(8999) && due < .milliseconds(9001), "\(due)")
+    }
+
     @Test("a reduced client's STATUS mode follows its paced messages, not the receiver")
     func reducedStatusMode() {
         var p = Self.publisher(Self.rules(reducedInterval: 10))
