@@ -59,7 +59,7 @@ struct SkyView: Sendable {
         }
     }
 
-    /// Sorted by (talker, signal). Sets are few (one per talker and signal id), so a linear search wins.
+    /// In the order the receiver first sent them. Sets are few (one per talker and signal id), so a linear search wins.
     private var sets: [SatelliteSet] = []
     /// A set not refreshed for `expiryEpochs` is dropped, so a constellation or signal the receiver stopped
     /// reporting leaves the view.
@@ -139,7 +139,7 @@ struct SkyView: Sendable {
         rebuild()
     }
 
-    /// Merges the complete sets in (talker, signal) order; a satellite seen on several signals is listed
+    /// Merges the complete sets in the order they first came; a satellite seen on several signals is listed
     /// once, with its first entry.
     private mutating func rebuild() {
         var all: [Satellite] = []
@@ -175,17 +175,17 @@ struct SkyView: Sendable {
         return system << 9 | svid
     }
 
-    /// The index of the set for (talker, signal), inserting an empty one in order when missing.
+    /// The index of the set for (talker, signal), adding an empty one after the others when missing: the sets stay
+    /// in the order the receiver first sent them, the order gpsd lists satellites in (a cycle's GSV sets as they
+    /// arrive: $GPGSV, $GLGSV, $GAGSV, $GBGSV from a u-blox M9N; gpsd 3.22 SKY, Tests/NMEATests/GpsdGoldens).
     @inline(__always)
     private mutating func setIndex(talker: UInt16, signal: Int) -> Int {
         var i = 0
         while i < sets.count {
-            let s = sets[i]
-            if s.talker == talker && s.signal == signal { return i }
-            if (s.talker, s.signal) > (talker, signal) { break }
+            if sets[i].talker == talker && sets[i].signal == signal { return i }
             i += 1
         }
-        sets.insert(SatelliteSet(talker: talker, signal: signal), at: i)
+        sets.append(SatelliteSet(talker: talker, signal: signal))
         return i
     }
 

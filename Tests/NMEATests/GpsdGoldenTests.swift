@@ -168,6 +168,39 @@ struct GpsdGoldenTests {
         #expect(Double(sameShape) >= Double(total) * (Self.skyFloor[name] ?? 1))
     }
 
+    /// The constellations (`gnssid`) of a SKY's satellites in the order they first appear (u-blox M9N, gpsd 3.22:
+    /// 0 1 6 2 3 — GPS with SBAS from $GPGSV, GLONASS, Galileo, BeiDou).
+    static func constellationRuns(_ m: [(String, String)]) -> [Substring] {
+        guard let list = m.first(where: { $0.0 == "satellites" })?.1 else { return [] }
+        var order: [Substring] = []
+        for sat in list.split(separator: "}") {
+            guard let id = sat.split(separator: ",").first(where: { $0.contains("\"gnssid\"") })?.split(separator: ":").last,
+                  !order.contains(id) else { continue }
+            order.append(id)
+        }
+        return order
+    }
+
+    /// gpsd lists a cycle's satellites in the order their GSV sets came (u-blox M9N: GPS, GLONASS, Galileo, BeiDou);
+    /// we listed them by talker name (Galileo first), and cgps showed them so. Found by a helper comparing cgps
+    /// against gpsd. (Within a set the receiver's own order; gpsd's SKY may be of another cycle than ours, so
+    /// satellites are compared by constellation.)
+    @Test("satellites come in gpsd's order of constellations", arguments: goldens)
+    func satelliteOrder(name: String) throws {
+        let theirs = try Self.gpsdEpochs(name), ours = try Self.ourEpochs(name)
+        var compared = 0, same = 0
+        for (time, epoch) in theirs.sorted(by: { $0.key < $1.key }) {
+            guard let g = epoch.sky, let o = ours[time]?.sky else { continue }
+            let expected = Self.constellationRuns(g), actual = Self.constellationRuns(o)
+            guard !expected.isEmpty, Set(expected) == Set(actual) else { continue }
+            compared += 1
+            if expected == actual { same += 1 } else if compared - same < 3 { print("\(name) \(time): gpsd \(expected), ours \(actual)") }
+        }
+        print("gpsd golden \(name): constellation order as gpsd's in \(same)/\(compared) SKYs")
+        #expect(compared > 10)
+        #expect(same == compared, "\(name): \(same)/\(compared)")
+    }
+
     /// gpsd sends a SKY when a GSV set ends, not at every epoch (haicom-305N sends GSV every third second): the
     /// number of dated TPVs a SKY came before, in gpsd 3.22's goldens — 23 of 68, 31 of 94, 187 of 187, 59 of 59.
     /// Ours: the fixes with `satellitesUpdated`, the ones the gpsd front sends a SKY with.
