@@ -79,4 +79,41 @@ struct GpsdNoFixEpochTests {
             #expect(Set(mine.keys) == Set(tpv.keys), "\(time): members gpsd \(tpv.keys.sorted()), locationd \(mine.keys.sorted())")
         }
     }
+
+    @Test("no bare mode 1 TPV when a watch starts without a fix; ?WATCH;?POLL; in one read answers with the last no-fix epoch")
+    func watchAndPollWithoutFix() throws {
+        // The capture at its own pace (1 Hz), once: ten seconds without a fix after the ninth.
+        let port = try GpsdFrontEndToEndTests.freePort()
+        let config = PolicyEndToEndTests.config(policy: "access = always\naccuracy = full", rate: "1", loop: false,
+                                                capture: DaemonProcess.sharedDirectory + "/nmea-logs/" + Self.capture)
+        let daemon = try DaemonProcess(config: config, daemonKeys: "gpsd-listen = 127.0.0.1:\(port)\n")
+        defer { daemon.stop(signal: SIGKILL) }
+        // Waits for the first no-fix epoch, then asks as a new client, the way a gpsd client polls (found by a helper
+        // comparing with gpsd 3.22: the lists came back empty).
+        let script = """
+            import socket, sys, time
+            def lines(s, until, limit):
+                data, end = b"", time.monotonic() + limit
+                s.settimeout(0.5)
+                while time.monotonic() < end and until not in data:
+                    try: data += s.recv(65536)
+                    except socket.timeout: pass
+                return data
+            w = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+            w.sendall(b'?WATCH={"enable":true,"json":true};')
+            sys.stdout.write(lines(w, b'"mode":1,"time"', 25).decode())
+            p = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+            p.sendall(b'?WATCH={"enable":true};?POLL;')
+            sys.stdout.write(lines(p, b'"class":"POLL"', 3).decode())
+            """
+        let output = try GpsdFrontEndToEndTests.run(["timeout", "40", "/usr/bin/python3", "-c", script, String(port)])
+        let lines = GpsdFrontEndToEndTests.lines(output)
+        // gpsd sends no TPV until the receiver's next epoch; each TPV here is a fix or a no-fix epoch with its time.
+        let tpvs = lines.filter { $0.hasPrefix(#"{"class":"TPV""#) }
+        #expect(tpvs.contains { $0.contains(#""mode":1,"time":"2014-05-26T08:14:"#) }, "\(output)")
+        for tpv in tpvs { #expect(tpv.contains(#""time":"#), "a TPV without time: \(tpv)") }
+        let poll = try #require(lines.first { $0.hasPrefix(#"{"class":"POLL""#) }, "\(output)")
+        #expect(poll.contains(#""tpv":[{"class":"TPV","#) && poll.contains(#""mode":1,"time":"2014-05-26T08:14:"#), "\(poll)")
+        #expect(poll.contains(#""sky":[{"class":"SKY","#), "\(poll)")
+    }
 }

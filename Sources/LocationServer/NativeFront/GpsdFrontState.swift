@@ -84,7 +84,7 @@ struct GpsdFrontState {
     /// no-fix the daemon announces when a fix went stale or its receiver away, which gpsd never sees.
     mutating func observe(_ fix: Fix) {
         observed &+= 1
-        guard fix.hasPosition || fix.time != nil || !fix.satellites.isEmpty else { return }
+        guard !Self.isAnnounced(fix) else { return }
         let device = fix.device ?? ""
         if let i = models.firstIndex(where: { $0.device == device }) {
             estimates = models[i].model.estimates(for: fix)
@@ -166,6 +166,10 @@ struct GpsdFrontState {
         if accuracy == .full { encodedFull = shapes } else { encodedReduced = shapes }
     }
 
+    /// Whether `fix` is a no-fix the daemon announced (a fix gone stale, its receiver gone: no time, no position, no
+    /// satellites), not a receiver's epoch.
+    static func isAnnounced(_ fix: Fix) -> Bool { !fix.hasPosition && fix.time == nil && fix.satellites.isEmpty }
+
     /// gpsd's no-fix epoch for a full-accuracy watcher, for `fix`, the no-fix last observed: a `mode` 1 TPV with the
     /// epoch's `time` and `ept` (none for a no-fix the daemon announced), preceded by the epoch's SKY when it
     /// reported satellites, as gpsd sends both while it has no fix (`sky` is kept for `?POLL;` in any case).
@@ -176,7 +180,7 @@ struct GpsdFrontState {
         let device = fix.device.flatMap { devicePath(of: $0) } ?? fallback
         var shapes = GpsdShapes()
         GpsdReports.appendTPV(fix, estimates: estimates, device: device, to: &shapes.tpv)
-        GpsdReports.appendSKY(fix, dop: estimates.dop, device: device, to: &shapes.sky)
+        if !Self.isAnnounced(fix) { GpsdReports.appendSKY(fix, dop: estimates.dop, device: device, to: &shapes.sky) }
         shapes.skyAndTPV = fix.satellitesUpdated ? shapes.sky + shapes.tpv : shapes.tpv
         noFix = (observed, shapes)
         return shapes

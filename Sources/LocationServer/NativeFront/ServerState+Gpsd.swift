@@ -75,8 +75,14 @@ extension ServerState {
         let state = publisher.authorization(of: id, at: now)
         guard state.status.isAuthorized, state.inUse else { return ([], []) }
         if !session.lastTPV.isEmpty { return ([session.lastTPV], session.lastSKY.isEmpty ? [] : [session.lastSKY]) }
-        guard state.accuracy == .full, let fix = publisher.reportFix(.full), fix.hasPosition else { return ([], []) }
+        guard state.accuracy == .full, let fix = publisher.reportFix(.full) else { return ([], []) }
         refreshDevicePaths()
+        guard fix.hasPosition else {
+            // No fix: the receiver's last no-fix epoch, as gpsd answers with its last TPV (nothing after the daemon's own).
+            guard !GpsdFrontState.isAnnounced(fix) else { return ([], []) }
+            let shapes = gpsdFront.noFixShapes(of: fix, device: gpsdDefaultDevice(seesState: true))
+            return ([shapes.tpv], shapes.sky.isEmpty ? [] : [shapes.sky])
+        }
         let shapes = gpsdFront.shapes(of: fix, accuracy: .full, serial: publisher.reportSerial)
         return ([shapes.tpv], [shapes.sky])
     }
@@ -113,7 +119,10 @@ extension ServerState {
     /// Starts the Publisher's stream for an authorized gpsd watcher.
     private mutating func gpsdStream(_ id: Int, _ state: AuthorizationState, at now: Moment) {
         gpsdFront.blind.remove(id)
-        let out = publisher.startWatching(id, minInterval: .zero, distanceFilter: 0, state: state, at: now)
+        var out = publisher.startWatching(id, minInterval: .zero, distanceFilter: 0, state: state, at: now)
+        // No fix yet: gpsd sends nothing until the receiver's next epoch says so (with its time); a bare `mode` 1 TPV
+        // first made python's gps show a time of NaN.
+        out.removeAll { if case .fixState(id, false) = $0 { true } else { false } }
         deliver(out, at: now.wall)
     }
 
@@ -136,8 +145,11 @@ extension ServerState {
             case (true, true): send(at: index, id, shapes.skyAndTPV + shapes.nmea, isLocation: true, gpsd: true)
             case (false, false): break
             }
-        case let .noFixEpoch(id, _):
+        case let .noFixEpoch(id, lost):
             guard let fix = publisher.latest, !fix.hasPosition, let index = connections.index(forKey: id) else { return }
+            // The daemon's own no-fix (a fix gone stale, a receiver gone): a bare `mode` 1 TPV says the fix was lost,
+            // once; it has no epoch to report after that.
+            guard lost || !GpsdFrontState.isAnnounced(fix) else { return }
             refreshDevicePaths()
             let shapes = gpsdFront.noFixShapes(of: fix, device: gpsdDefaultDevice(seesState: true))
             // `?POLL;` answers with it, as gpsd's with its latest TPV and SKY.
