@@ -154,7 +154,7 @@ struct Publisher {
         subscribers[slot: index].toldFix = nil
         var out: [Delivery] = []
         guard let latest, latest.hasPosition else {
-            tellFixLost(index, at: now, into: &out)
+            if let key = tellFixLost(index, at: now, into: &out) { pacing.recordNotice(key, now: now.monotonic) }
             return out
         }
         // When In Use without an active session: watching, but nothing is sent until the session is active.
@@ -270,7 +270,12 @@ struct Publisher {
     mutating func publish(_ fix: Fix, at now: Moment, into out: inout [Delivery]) {
         latest = fix
         guard fix.hasPosition else {
-            for index in subscribers.indices where subscribers.entries[index].watching { tellNoFix(index, at: now, into: &out) }
+            // A user's reduced clients are all told at the due time; then their cadence runs from that notice.
+            var noticed: [ReducedPacing.Key] = []
+            for index in subscribers.indices where subscribers.entries[index].watching {
+                if let key = tellNoFix(index, at: now, into: &out) { noticed.append(key) }
+            }
+            for key in noticed { pacing.recordNotice(key, now: now.monotonic) }
             return
         }
         report.next()
@@ -344,27 +349,26 @@ struct Publisher {
                                      reason: "first location under this grant")))
     }
 
-    /// The fix was lost: a full-accuracy client is told at once; a reduced one only once its next report
-    /// is due — the moment a missing report would tell it as much — so that it learns nothing sooner than
-    /// its paced reports would; a client sent nothing now (When In Use with no active session, or no
-    /// longer authorized) is not told either (found by a helper attacking the daemon: it learned when the
-    /// receiver lost its fix).
-    private mutating func tellFixLost(_ index: Int, at now: Moment, into out: inout [Delivery]) {
-        guard subscribers.entries[index].toldFix != false, let accuracy = authorizedAccuracy(index, at: now) else { return }
-        if accuracy == .reduced,
-           !pacing.isDue(subscribers.entries[index].pacingKey, now: now.monotonic, interval: reducedInterval) {
-            return
-        }
+    /// The fix was lost: a full-accuracy client is told at once; a reduced one when its next report is due (when a
+    /// missing report would tell it); a client sent nothing now (When In Use with no active session, or no longer
+    /// authorized) not at all (a helper attacking the daemon learned when the receiver lost its fix).
+    /// Returns the pacing key of a reduced client told, for `ReducedPacing.recordNotice`.
+    private mutating func tellFixLost(_ index: Int, at now: Moment, into out: inout [Delivery]) -> ReducedPacing.Key? {
+        guard subscribers.entries[index].toldFix != false, let accuracy = authorizedAccuracy(index, at: now) else { return nil }
+        let key = subscribers.entries[index].pacingKey
+        if accuracy == .reduced, !pacing.isDue(key, now: now.monotonic, interval: reducedInterval) { return nil }
         tellFix(index, false, into: &out)
+        return accuracy == .reduced ? key : nil
     }
 
     /// A no-fix was published (an epoch without a position, or the fix gone stale): a full-accuracy watcher gets it
     /// (the receiver's time and satellites, which it may see), `lost` with the first; others only `tellFixLost`.
-    private mutating func tellNoFix(_ index: Int, at now: Moment, into out: inout [Delivery]) {
+    private mutating func tellNoFix(_ index: Int, at now: Moment, into out: inout [Delivery]) -> ReducedPacing.Key? {
         guard authorizedAccuracy(index, at: now) == .full else { return tellFixLost(index, at: now, into: &out) }
         let lost = subscribers.entries[index].toldFix != false
         subscribers[slot: index].toldFix = false
         out.append(.noFixEpoch(to: subscribers.entries[index].id, lost: lost))
+        return nil
     }
 
     /// What a client may know of the fix's mode (STATUS): all of it at full accuracy; at reduced, what its
