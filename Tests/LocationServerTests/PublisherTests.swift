@@ -276,12 +276,12 @@ struct PublisherTests {
         }
         let oneMore = p.addPoll(1)
         #expect(oneMore == nil)
-        let expired = p.expirePoll(ids[0], of: 1), again = p.expirePoll(ids[0], of: 1)
+        let expired = p.expirePoll(ids[0], of: 1, at: Self.moment(0.5)), again = p.expirePoll(ids[0], of: 1, at: Self.moment(0.5))
         #expect(expired && !again)
         var out: [Delivery] = []
         p.publish(Self.positioned[0], at: Self.moment(1), into: &out)
         #expect(out.filter { if case .pollReply(1, .full) = $0 { true } else { false } }.count == 1)
-        let answered = p.expirePoll(ids[1], of: 1)
+        let answered = p.expirePoll(ids[1], of: 1, at: Self.moment(1))
         #expect(!answered)
     }
 
@@ -364,6 +364,31 @@ struct PublisherTests {
         // A report puts the cadence back to an interval after it: the POLL's wait says 9.5 s at 43.
         let due = p.reducedReportDue(of: 1, at: Self.moment(43))
         #expect(due > .milliseconds(9499) && due < .milliseconds(9501), "\(due)")
+    }
+
+    @Test("a reduced client polling with short timeouts does not learn when the fix came back either")
+    func reducedPollProbe() throws {
+        // The same helper: after the due time, POLLs with a 0.3 s timeout answered "no fix" until the fix came back,
+        // then the report — the regain to within the timeout. A POLL that timed out is a loss notice now.
+        var p = Self.publisher(Self.rules(reducedInterval: 10))
+        p.connect(1, identity: Self.weather)
+        var out: [Delivery] = []
+        let first = p.addPoll(1)
+        #expect(first != nil)
+        p.publish(Self.positioned[0], at: Self.moment(1), into: &out)     // answered: the cadence starts at 1
+        #expect(out.contains { if case .pollReply(1, .reduced) = $0 { true } else { false } })
+        for t in 2...12 { p.publish(Self.fixes[0], at: Self.moment(Double(t)), into: &out) }
+        let probe = p.addPoll(1)                                          // due (11), waits; no fix
+        #expect(p.expirePoll(try #require(probe), of: 1, at: Self.moment(12.3)))
+        // The fix is back at 13: nothing answers a POLL until ten seconds after that notice.
+        out.removeAll()
+        #expect(p.reducedReportDue(of: 1, at: Self.moment(13)) > .seconds(9))
+        let waiting = p.addPoll(1)
+        #expect(waiting != nil)
+        for t in 13...21 { p.publish(Self.positioned[t], at: Self.moment(Double(t)), into: &out) }
+        #expect(!out.contains { if case .pollReply = $0 { true } else { false } }, "\(out)")
+        p.publish(Self.positioned[22], at: Self.moment(22.4), into: &out)
+        #expect(out.contains { if case .pollReply(1, .reduced) = $0 { true } else { false } })
     }
 
     @Test("a reduced client's STATUS mode follows its paced messages, not the receiver")

@@ -312,7 +312,7 @@ struct ServerState {
     mutating func handle(_ event: ServerEvent, at now: Moment) {
         switch event {
         case let .pollTimeout(id, poll, after):
-            if publisher.expirePoll(poll, of: id) {
+            if publisher.expirePoll(poll, of: id, at: now) {
                 send(id, ServerMessage.error(request: "POLL", message: "no fix within \(DurationText.seconds(after))"))
             }
         case .askTimeout(let ask):

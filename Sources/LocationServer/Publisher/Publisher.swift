@@ -201,11 +201,13 @@ struct Publisher {
         return pacing.timeUntilDue(key, now: now.monotonic, interval: reducedInterval)
     }
 
-    /// A POLL's timeout passed: true when it was still waiting (the client is told no fix came).
-    mutating func expirePoll(_ poll: Int, of id: Int) -> Bool {
-        guard let subscriber = subscribers[id], let index = subscriber.pendingPolls.firstIndex(of: poll) else { return false }
-        subscribers[id]?.pendingPolls.remove(at: index)
-        countPolls(-1, of: subscriber.identity.uid)
+    /// A POLL's timeout passed: true when it was still waiting (the client is told no fix came: to a reduced one, a
+    /// loss notice, from which its cadence runs; repeated short POLLs told when the fix came back).
+    mutating func expirePoll(_ poll: Int, of id: Int, at now: Moment) -> Bool {
+        guard let slot = subscribers.slot(of: id), let index = subscribers.entries[slot].pendingPolls.firstIndex(of: poll) else { return false }
+        subscribers[slot: slot].pendingPolls.remove(at: index)
+        countPolls(-1, of: subscribers.entries[slot].identity.uid)
+        if authorizedAccuracy(slot, at: now) == .reduced { pacing.recordNotice(subscribers.entries[slot].pacingKey, now: now.monotonic) }
         return true
     }
 
