@@ -42,10 +42,11 @@ struct GpsdNoFixEpochTests {
         return try pipe(port: port, in: directory, idle: 2)
     }
 
-    /// gpspipe -w against locationd's gpsd front replaying the capture once, at ten times its pace.
+    /// gpspipe -w against locationd's gpsd front replaying the capture once, at four times its pace (the no-fix epochs
+    /// begin 2.5 s in: time for gpspipe to start watching on a slow machine).
     static func againstLocationd(in directory: String) throws -> String {
         let port = try GpsdFrontEndToEndTests.freePort()
-        let config = PolicyEndToEndTests.config(policy: "access = always\naccuracy = full", rate: "10", loop: false,
+        let config = PolicyEndToEndTests.config(policy: "access = always\naccuracy = full", rate: "4", loop: false,
                                                 capture: DaemonProcess.sharedDirectory + "/nmea-logs/" + capture)
         let daemon = try DaemonProcess(config: config, daemonKeys: "gpsd-listen = 127.0.0.1:\(port)\n")
         defer { daemon.stop(signal: SIGKILL) }
