@@ -13,6 +13,8 @@ struct PendingAsk: Sendable {
     /// The connections waiting: the one that asked, then others of the same user and program that
     /// asked the same while it waited. The answer applies to each.
     var clients: [Int]
+    /// When it was asked (the monotonic clock).
+    var askedAt: ContinuousClock.Instant
 }
 
 /// The agents (`locationctl agent`, run by root or the admin group) and the questions waiting for them:
@@ -92,11 +94,16 @@ struct AgentBroker: Sendable {
         rate.count += 1
         if opened.count >= 4096 { opened = opened.filter { now - $0.value.start < .seconds(60) } }
         opened[identity.uid] = rate
-        let ask = PendingAsk(id: nextAsk, subject: subject, question: question, request: request, clients: [client])
+        let ask = PendingAsk(id: nextAsk, subject: subject, question: question, request: request, clients: [client], askedAt: now)
         nextAsk += 1
         asks[ask.id] = ask
         bySubject[subject] = ask.id
         return .opened(ask)
+    }
+
+    /// The questions asked `timeout` or longer before `now`, oldest first.
+    func overdue(now: ContinuousClock.Instant, timeout: Duration) -> [Int] {
+        asks.values.filter { now - $0.askedAt >= timeout }.map(\.id).sorted()
     }
 
     /// Takes question `id` out (answered or timed out); nil when it is no longer waiting.

@@ -40,6 +40,21 @@ struct AgentBrokerTests {
         }
     }
 
+    @Test("overdue: the questions asked ask-timeout or longer ago, oldest first, until taken")
+    func overdue() {
+        // The poller's tick times questions out with it when their libdispatch timer is late (Scripts/faults "clock":
+        // 17.7 s for an ask-timeout of 4 s under libfaketime's steps).
+        var broker = AgentBroker()
+        guard case .opened(let first) = broker.open(client: 1, identity: Self.alice, question: Self.once, request: "AUTHORIZE", now: Self.start),
+              case .opened(let second) = broker.open(client: 2, identity: Self.bob, question: Self.once, request: "AUTHORIZE",
+                                                     now: Self.start + .seconds(2)) else { Issue.record("not opened"); return }
+        #expect(broker.overdue(now: Self.start + .seconds(3.9), timeout: .seconds(4)).isEmpty)
+        #expect(broker.overdue(now: Self.start + .seconds(4), timeout: .seconds(4)) == [first.id])
+        #expect(broker.overdue(now: Self.start + .seconds(7), timeout: .seconds(4)) == [first.id, second.id])
+        _ = broker.take(first.id)
+        #expect(broker.overdue(now: Self.start + .seconds(7), timeout: .seconds(4)) == [second.id])
+    }
+
     @Test("a user opens at most questionsPerMinute questions a minute", arguments: [0, 59, 60])
     func rate(secondsLater: Int) {
         var broker = AgentBroker()

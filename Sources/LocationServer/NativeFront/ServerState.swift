@@ -321,6 +321,11 @@ struct ServerState {
             checkOnceExpiries(at: now)
         case .sweep:
             sweepStuckClients(now: now.monotonic)
+            // The ask timeouts' own timers are libdispatch's; the poller's tick is the backstop (under libfaketime's
+            // clock steps a timer armed after a step fired 13 s late: Scripts/faults "clock").
+            for ask in broker.overdue(now: now.monotonic, timeout: .seconds(publisher.policy.rules.defaults.askTimeout)) {
+                askTimedOut(ask, at: now)
+            }
         case .sharingPauseEnds:
             pauseMayHaveEnded(at: now.wall)
         case .blindTick:
