@@ -389,6 +389,11 @@ struct PublisherTests {
         #expect(!out.contains { if case .pollReply = $0 { true } else { false } }, "\(out)")
         p.publish(Self.positioned[22], at: Self.moment(22.4), into: &out)
         #expect(out.contains { if case .pollReply(1, .reduced) = $0 { true } else { false } })
+        // With a fix, a POLL that timed out before the next epoch is no notice: the cadence stays (the soak's POLL
+        // floods got reports 10.8 s apart at a 5 s interval when it was one).
+        let late = p.addPoll(1)
+        #expect(p.expirePoll(try #require(late), of: 1, at: Self.moment(32.5)))
+        #expect(p.reducedReportDue(of: 1, at: Self.moment(32.5)) == .zero)
     }
 
     @Test("a reduced client's STATUS mode follows its paced messages, not the receiver")

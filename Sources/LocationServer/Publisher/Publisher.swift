@@ -201,13 +201,16 @@ struct Publisher {
         return pacing.timeUntilDue(key, now: now.monotonic, interval: reducedInterval)
     }
 
-    /// A POLL's timeout passed: true when it was still waiting (the client is told no fix came: to a reduced one, a
-    /// loss notice, from which its cadence runs; repeated short POLLs told when the fix came back).
+    /// A POLL's timeout passed: true when it was still waiting (the client is told no fix came). Without a fix, to a
+    /// reduced client that is a loss notice, from which its cadence runs (repeated short POLLs told when the fix came
+    /// back); with one (its next epoch was late for the timeout), not: it would put the user's cadence back.
     mutating func expirePoll(_ poll: Int, of id: Int, at now: Moment) -> Bool {
         guard let slot = subscribers.slot(of: id), let index = subscribers.entries[slot].pendingPolls.firstIndex(of: poll) else { return false }
         subscribers[slot: slot].pendingPolls.remove(at: index)
         countPolls(-1, of: subscribers.entries[slot].identity.uid)
-        if authorizedAccuracy(slot, at: now) == .reduced { pacing.recordNotice(subscribers.entries[slot].pacingKey, now: now.monotonic) }
+        if latest?.hasPosition != true, authorizedAccuracy(slot, at: now) == .reduced {
+            pacing.recordNotice(subscribers.entries[slot].pacingKey, now: now.monotonic)
+        }
         return true
     }
 
