@@ -18,7 +18,6 @@ struct Publisher {
     /// The latest fix, with or without a position.
     private(set) var latest: Fix?
     private var nextPoll = 1
-    private var encoder = GPSDEncoder()
     /// The uplinks (fleet brokers) subscribed like watching clients (Publisher+Uplink.swift).
     var uplinks = UplinkTable()
 
@@ -232,18 +231,7 @@ struct Publisher {
     /// The report of the last `publish` (or `startWatching`) at `accuracy`: a `TPV` line, or empty when
     /// there is none at that accuracy (`ensureReport` said so). Encoded once per fix, on the first call:
     /// a fix only gpsd-front clients see (they get their own shapes of it) is never encoded here.
-    mutating func reportBytes(_ accuracy: AccuracyAuthorization) -> [UInt8] {
-        if accuracy == .full {
-            if report.full.isEmpty, report.fullDue, let latest {
-                encoder.appendTPV(latest, accuracy: "full", to: &report.full)
-            }
-            return report.full
-        }
-        if report.reduced.isEmpty, let reduced = report.reducedFix {
-            encoder.appendTPV(reduced, accuracy: "reduced", to: &report.reduced)
-        }
-        return report.reduced
-    }
+    mutating func reportBytes(_ accuracy: AccuracyAuthorization) -> [UInt8] { report.bytes(accuracy, latest: latest) }
 
     /// The fix the last `publish` (or `startWatching`) reported at `accuracy`: the latest fix at full accuracy,
     /// the fudger's reduced fix at reduced; nil when it has not been reduced (no reduced client was due).
@@ -253,17 +241,8 @@ struct Publisher {
     }
 
     /// The full-accuracy report followed by the fix's `SKY` line (docs/PROTOCOL.md "SKY"), for watchers that
-    /// asked for satellites: one message, so that a slow reader's queue replaces both together. Just the
-    /// report when the fix lists no satellite. Encoded once per fix, on the first call.
-    mutating func fullReportWithSatellites() -> [UInt8] {
-        let full = reportBytes(.full)
-        guard let latest, !full.isEmpty, !latest.satellites.isEmpty else { return full }
-        if report.fullWithSky.isEmpty {
-            report.fullWithSky = report.full
-            encoder.appendSKY(latest, to: &report.fullWithSky)
-        }
-        return report.fullWithSky
-    }
+    /// asked for satellites; just the report when the fix lists no satellite. Encoded once per fix.
+    mutating func fullReportWithSatellites() -> [UInt8] { report.fullWithSatellites(latest: latest) }
 
     /// Counts the fixes with a position published: a front's own encoding of `reportFix` holds while it is the same.
     var reportSerial: UInt64 { report.serial }
@@ -390,21 +369,8 @@ struct Publisher {
         out.append(.fixState(to: subscribers.entries[index].id, fix: fix))
     }
 
-    /// Readies the latest fix at `accuracy` (reduces it, once) unless it already is; false when there is
-    /// nothing to send (no fix with a position, or the fudger could not reduce it). `reportBytes` encodes.
+    /// Readies the latest fix at `accuracy` (`ReportCache.ready`); false when there is nothing to send.
     mutating func ensureReport(_ accuracy: AccuracyAuthorization, wall: Double) -> Bool {
-        guard let latest, latest.hasPosition else { return false }
-        if accuracy == .full {
-            if !report.fullDue {
-                report.fullDue = true
-                report.fullPosition = Position(latest)
-            }
-            return true
-        }
-        if !report.reducedDone {
-            report.reducedDone = true
-            report.reducedFix = fudger.reduce(latest, at: wall)
-        }
-        return report.reducedFix != nil
+        report.ready(accuracy, latest: latest, fudger: &fudger, wall: wall)
     }
 }
