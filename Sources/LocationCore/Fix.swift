@@ -219,7 +219,7 @@ public struct Fix: Hashable, Sendable {
     public var satellites: [Satellite]
     /// True when this epoch's input reported the satellites (a GSV set ended in it; an upstream gpsd's SKY came
     /// since its last TPV); false when `satellites` is an earlier epoch's view carried over. gpsd sends a SKY
-    /// only then (gpsd_json(5) SKY); a receiver that sends no GSV at all leaves it true.
+    /// only then (gpsd_json(5) SKY), and never for a receiver that sends no GSV at all (`SkyView.reportedLastEpoch`).
     public var satellitesUpdated = true
     /// The source's own error estimates for this fix (GBS; an upstream gpsd's TPV), when it gave any; the gpsd
     /// front reports them unchanged (`GpsdErrorModel`).

@@ -73,8 +73,10 @@ struct SkyView: Sendable {
     /// Satellites already listed during a rebuild (`key`), cleared after each rebuild.
     private var seen = IntegerBitSet()
     private(set) var satellites: [Satellite] = []
-    /// True when a GSV set ended in the last epoch, or no set ever came (`Fix.satellitesUpdated`).
-    private(set) var reportedLastEpoch = true
+    /// True when a GSV set ended in the last epoch (`Fix.satellitesUpdated`). Never for a receiver that sends
+    /// no GSV: gpsd 3.22 sends such a receiver's watchers no SKY at all, GSA or GGA with DOPs or not (seen with
+    /// the shared captures cat-ms352 (GGA, RMC), mr-350p (GSA, no GSV) and hemi under gpsfake).
+    private(set) var reportedLastEpoch = false
 
     /// Number of satellites the last epoch's GSA sentences marked as used, each counted once; nil before any
     /// GSA.
@@ -116,7 +118,7 @@ struct SkyView: Sendable {
 
     /// Ends an epoch: GSA sets seen in it replace the used list; a changed view is rebuilt.
     mutating func endEpoch() {
-        reportedLastEpoch = sets.isEmpty || sets.contains { $0.hasComplete && $0.refreshed == epoch }
+        reportedLastEpoch = sets.contains { $0.hasComplete && $0.refreshed == epoch }
         epoch += 1
         var i = 0
         while i < sets.count {

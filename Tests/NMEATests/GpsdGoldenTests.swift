@@ -224,6 +224,19 @@ struct GpsdGoldenTests {
         #expect(abs(Double(ours) / Double(fixes.count) - Double(gpsdWithSky) / Double(gpsdTPVs)) <= 0.05)
     }
 
+    /// gpsd 3.22 sends no SKY for a receiver that sends no GSV — neither for GGA's HDOP and count (cat-ms352:
+    /// GGA and RMC; hemi: GGA, VTG, ZDA) nor for GSA's DOPs and used list (mr-350p) — and neither do we.
+    @Test("a receiver without GSV gets no SKY, as from gpsd", arguments: ["cat-ms352.log", "hemi.log", "mr-350p.log"])
+    func noSkyWithoutGSV(name: String) throws {
+        let data = try #require(FileManager.default.contents(atPath: Self.directory + "/" + name + ".gpsd"))
+        let lines = data.split(separator: 10).map { String(decoding: $0, as: UTF8.self) }
+        #expect(lines.filter { $0.hasPrefix("{\"class\":\"TPV\"") }.count >= 4)
+        #expect(!lines.contains { $0.hasPrefix("{\"class\":\"SKY\"") })
+        let fixes = Captures.decode(try Captures.bytes(name))
+        #expect(fixes.count >= 4)
+        #expect(fixes.filter(\.satellitesUpdated).isEmpty)
+    }
+
     /// Floors: the share of epochs whose lines must be identical, a little under the measured figures
     /// (docs/GPSD.md; measured 34/93, 63/68, 37/59 TPV; SKY shape 21/31, 17/23, 0/58). What differs is timing —
     /// which sentence of the cycle gpsd computed a field at — and, for the u-blox, the used flags of a
