@@ -27,7 +27,7 @@ public struct DaemonStatus: Hashable, Sendable {
     /// - Parameters:
     ///   - mode: the current fix mode; at most 2D for a client with reduced accuracy, nil for a client
     ///     that may not see the location at all.
-    ///   - clients: connected clients, this one included.
+    ///   - clients: connected clients this one may count (all for an admin, its own user's otherwise), this one included.
     ///   - receivers: the configured receivers, in the daemon's order.
     ///   - json: the line it came in, without the newline.
     public init(mode: FixMode?, clients: Int, receivers: [Receiver], json: String? = nil) {

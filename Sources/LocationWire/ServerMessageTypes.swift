@@ -211,7 +211,8 @@ extension ServerMessage {
         /// Current fix mode; at most 2D for reduced accuracy, nil for a client that may not see the
         /// location (`mode`).
         public var mode: FixMode?
-        /// Connected clients, the asking one included (`clients`; always sent, absent reads as 0).
+        /// Connected clients, the asking one included (`clients`; always sent, absent reads as 0): all of them for
+        /// root and the admin group, the asking user's own for anyone else.
         public var clients: Int
         /// The configured receivers, in the daemon's order (`receivers`; absent reads as none).
         public var receivers: [Receiver]

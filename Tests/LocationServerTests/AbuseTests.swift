@@ -78,6 +78,27 @@ struct AbuseTests {
         (output.split(separator: "\n").first ?? "").split(separator: " ").compactMap { Int($0) }
     }
 
+    @Test("STATUS counts another user's connections for an admin only")
+    func statusCountsOwnUser() throws {
+        let daemon = try DaemonProcess(config: E2E.config(policy: "access = ask", clients: E2E.rootSeesAll))
+        let holder = try Self.hold(daemon.socketPath, uid: 1, connections: 3, seconds: 3)
+        usleep(1_000_000)
+        let directory = String(daemon.socketPath[..<daemon.socketPath.lastIndex(of: "/")!])
+        let asked = try E2E.start(["setpriv", "--reuid=2", "--regid=2", "--clear-groups", "/usr/bin/python3", "-c", """
+            import json, socket, sys
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.connect(sys.argv[1]); f = s.makefile("rb")
+            f.readline()
+            s.sendall(b'{"class":"STATUS"}\\n')
+            print(json.loads(f.readline())["clients"])
+            """, daemon.socketPath], in: directory)
+        #expect(E2E.finish(asked).stdout == "1\n", "uid 2 counts its own connection, not uid 1's")
+        let root = try RawClient(daemon.socketPath)
+        #expect(root.message("VERSION") != nil)
+        root.send(#"{"class":"STATUS"}"#)
+        #expect(root.message("STATUS")?["clients"]?.number == 4, "uid 1's 3 and root's")
+        #expect(Self.counts(E2E.finish(holder).stdout) == [3, 0, 0])
+    }
+
     @Test("one user cannot take every connection: a per-user cap, and room kept for root and agents")
     func connectionCaps() throws {
         let daemon = try DaemonProcess(config: E2E.config(policy: "access = ask", clients: E2E.rootSeesAll),

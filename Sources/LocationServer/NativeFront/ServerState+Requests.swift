@@ -44,7 +44,8 @@ extension ServerState {
 
     /// STATUS: the fix's mode and timing are location data, so a client sees them as precisely and as
     /// late as it may see the location (reduced: 2D or none, as its paced messages said; no fix times);
-    /// an admin sees them all.
+    /// an admin sees them all. `clients` counts every connection for an admin, the asking user's own for
+    /// anyone else: how many other users' programs are connected, and when that changes, is theirs.
     private mutating func status(_ id: Int, at now: Moment) {
         guard let identity = connections[id]?.identity else { return }
         let state = publisher.authorization(of: id, at: now)
@@ -57,8 +58,9 @@ extension ServerState {
             shown.accuracy = publisher.uplinkState(index).accuracy?.rawValue ?? "none"
             return shown
         }
+        let clients = publisher.policy.isAdmin(identity) ? connections.count : connectionCount(of: identity.uid)
         send(id, ServerMessage.status(mode: mode,
-                                      clients: connections.count, receivers: context.receivers.receiverReports(),
+                                      clients: clients, receivers: context.receivers.receiverReports(),
                                       fixDetails: accuracy == .full, uplinks: uplinks))
     }
 

@@ -67,6 +67,9 @@ struct ServerState {
     var pending: PendingIdentifications
     /// Connections per user, for `maxClientsPerUser`.
     private var connectionsPerUser: [UInt32: Int] = [:]
+
+    /// The connections of user `uid` (both fronts, identified).
+    func connectionCount(of uid: UInt32) -> Int { connectionsPerUser[uid, default: 0] }
     /// Whether the front was asked to watch logind (`watchLoginSessionsIfNeeded`).
     var loginSessionsWatched = false
     /// How fast each user opens connections (`UserConnectionRate`; `NativeFront.waitForIdentity`).
