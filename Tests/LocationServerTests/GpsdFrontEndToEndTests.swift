@@ -230,7 +230,7 @@ struct GpsdFrontEndToEndTests {
         for position in lines.compactMap({ Self.positionMembers(of: $0) }) { #expect(expected.contains(position)) }
     }
 
-    @Test("?POLL; answers with time, active, the latest TPV and SKY the client may see; nothing for a client without a grant")
+    @Test("?POLL; answers a watcher with time, active, the latest TPV and SKY it may see; nothing without a grant or a watch")
     func poll() throws {
         let port = try Self.freePort()
         let daemon = try Self.daemon(port: port, policy: "access = deny", clients: PolicyEndToEndTests.rootSeesAll)
@@ -238,7 +238,7 @@ struct GpsdFrontEndToEndTests {
         let script = """
             import socket, sys, time
             s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
-            s.sendall(b'?WATCH={"enable":true};')
+            if sys.argv[2:] != ["unwatched"]: s.sendall(b'?WATCH={"enable":true};')
             time.sleep(1.5)
             s.sendall(b"?POLL;")
             s.settimeout(1)
@@ -258,6 +258,11 @@ struct GpsdFrontEndToEndTests {
         let position = Self.positionMembers(of: #"{"class":"TPV","# + poll[lat.lowerBound...])
         #expect(try position.map { try Self.gpsdPositions().contains($0) } == true, "\(poll)")
         #expect(!Self.lines(root).contains { $0.hasPrefix(#"{"class":"TPV""#) }, "json is off: no streamed TPV")
+
+        // Not watching, as from gpsd 3.22 (under gpsfake): nothing polled, `active` 0, however much it may see.
+        let unwatched = try Self.run(["timeout", "10", "/usr/bin/python3", "-c", script, String(port), "unwatched"])
+        let idle = try #require(Self.lines(unwatched).first { $0.hasPrefix(#"{"class":"POLL""#) }, "\(unwatched)")
+        #expect(idle.hasSuffix(#","active":0,"tpv":[],"gst":[],"sky":[]}"#), "\(idle)")
 
         let stranger = try Self.run(["timeout", "10"] + Self.asNobody + ["/usr/bin/python3", "-c", script, String(port)])
         let blind = try #require(Self.lines(stranger).first { $0.hasPrefix(#"{"class":"POLL""#) }, "\(stranger)")

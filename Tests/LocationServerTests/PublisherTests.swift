@@ -338,64 +338,6 @@ struct PublisherTests {
         #expect(p.modeShown(to: 1, accuracy: .reduced) == .noFix)
     }
 
-    @Test("a reduced client does not learn when the fix came back: after the loss notice, its report waits for the notice's cadence")
-    func reducedRegainIsOnTheCadence() {
-        // Found by a helper attacking the daemon as uid 1 (reduced, reduced-interval 15 s): after the loss notice, the
-        // first fix after the receiver regained it went out at once, within 1–10 ms of the epoch, whenever that was.
-        var p = Self.publisher(Self.rules(reducedInterval: 10))
-        _ = Self.watch(&p, 1, Self.weather, at: Self.moment(0))
-        var sent: [Double] = [], told: [Double] = []
-        func publish(_ fix: Fix, at t: Double) {
-            var out: [Delivery] = []
-            p.publish(fix, at: Self.moment(t), into: &out)
-            if !Self.reports(out).isEmpty { sent.append(t) }
-            for case .fixState(1, false) in out { told.append(t) }
-        }
-        publish(Self.positioned[0], at: 1)
-        for t in 2...14 { publish(Self.fixes[0], at: Double(t)) }   // lost; told when due, at 11
-        // Back at 14.4: nothing until 21 (ten seconds after the notice), then the first fix after it.
-        for (i, t) in stride(from: 14.4, through: 24, by: 1).enumerated() { publish(Self.positioned[i + 1], at: t) }
-        #expect(told == [11] && sent == [1, 21.4], "told \(told), sent \(sent)")
-        // Lost again: told at the first no-fix epoch once due (31.4), at 32; back 0.5 s after 42, in that moment's
-        // window (2.5 s): that moment's report, at the fix.
-        for t in 25...42 { publish(Self.fixes[0], at: Double(t)) }
-        publish(Self.positioned[20], at: 42.5)
-        #expect(told == [11, 32] && sent == [1, 21.4, 42.5], "told \(told), sent \(sent)")
-        // A report puts the cadence back to an interval after it: the POLL's wait says 9.5 s at 43.
-        let due = p.reducedReportDue(of: 1, at: Self.moment(43))
-        #expect(due > .milliseconds(9499) && due < .milliseconds(9501), "\(due)")
-    }
-
-    @Test("a reduced client polling with short timeouts does not learn when the fix came back either")
-    func reducedPollProbe() throws {
-        // The same helper: after the due time, POLLs with a 0.3 s timeout answered "no fix" until the fix came back,
-        // then the report — the regain to within the timeout. A POLL that timed out is a loss notice now.
-        var p = Self.publisher(Self.rules(reducedInterval: 10))
-        p.connect(1, identity: Self.weather)
-        var out: [Delivery] = []
-        let first = p.addPoll(1)
-        #expect(first != nil)
-        p.publish(Self.positioned[0], at: Self.moment(1), into: &out)     // answered: the cadence starts at 1
-        #expect(out.contains { if case .pollReply(1, .reduced) = $0 { true } else { false } })
-        for t in 2...12 { p.publish(Self.fixes[0], at: Self.moment(Double(t)), into: &out) }
-        let probe = p.addPoll(1)                                          // due (11), waits; no fix
-        #expect(p.expirePoll(try #require(probe), of: 1, at: Self.moment(12.3)))
-        // The fix is back at 13: nothing answers a POLL until ten seconds after that notice.
-        out.removeAll()
-        #expect(p.reducedReportDue(of: 1, at: Self.moment(13)) > .seconds(9))
-        let waiting = p.addPoll(1)
-        #expect(waiting != nil)
-        for t in 13...21 { p.publish(Self.positioned[t], at: Self.moment(Double(t)), into: &out) }
-        #expect(!out.contains { if case .pollReply = $0 { true } else { false } }, "\(out)")
-        p.publish(Self.positioned[22], at: Self.moment(22.4), into: &out)
-        #expect(out.contains { if case .pollReply(1, .reduced) = $0 { true } else { false } })
-        // With a fix, a POLL that timed out before the next epoch is no notice: the cadence stays (the soak's POLL
-        // floods got reports 10.8 s apart at a 5 s interval when it was one).
-        let late = p.addPoll(1)
-        #expect(p.expirePoll(try #require(late), of: 1, at: Self.moment(32.5)))
-        #expect(p.reducedReportDue(of: 1, at: Self.moment(32.5)) == .zero)
-    }
-
     @Test("a reduced client's STATUS mode follows its paced messages, not the receiver")
     func reducedStatusMode() {
         var p = Self.publisher(Self.rules(reducedInterval: 10))

@@ -33,8 +33,11 @@ extension ServerState {
         var reply = session.conversation.receive(input, devices: devices)
         connections[id]?.gpsd?.conversation = session.conversation
         if !reply.pollOffsets.isEmpty {
-            let (tpv, sky) = gpsdPollReports(id, session: session, at: now)
-            let active = seesState ? reports.filter { $0.state == "connected" }.count : 0
+            // As gpsd 3.22: a client not watching (`?WATCH={"enable":true}`, json or not) polls nothing — `active`
+            // counts the devices it watches — however much it may see.
+            let watching = session.conversation.policy.enable
+            let (tpv, sky) = watching ? gpsdPollReports(id, session: session, at: now) : ([], [])
+            let active = seesState && watching ? reports.filter { $0.state == "connected" }.count : 0
             var poll: [UInt8] = []
             GpsdResponses.appendPoll(time: UTCTime(unixSeconds: now.wall), active: active, tpv: tpv, sky: sky, to: &poll)
             // The same answer at each `?POLL;`'s place, the reply built once in order (inserting each into the
@@ -69,7 +72,7 @@ extension ServerState {
         gpsdStartWatching(id, request: "NMEA", at: now)
     }
 
-    /// What `?POLL;` answers with: the last report the client was sent (or, not watching but authorized
+    /// What `?POLL;` answers a watching client with: the last report it was sent (or, none yet but authorized
     /// at full accuracy, the latest fix); nothing while it may see nothing.
     private mutating func gpsdPollReports(_ id: Int, session: GpsdSession, at now: Moment) -> (tpv: [[UInt8]], sky: [[UInt8]]) {
         let state = publisher.authorization(of: id, at: now)

@@ -91,8 +91,10 @@ extension ServerState {
     }
 
     /// POLL: waits for the next fix. A reduced client whose next paced report is not due within the
-    /// timeout is told at once when it is, rather than "no fix" after the timeout while there is one.
+    /// timeout is told at once when it is, rather than "no fix" after the timeout while there is one; one
+    /// whose report is due in time waits until the cadence's window after it (`Publisher.reducedPollWait`).
     private mutating func poll(_ id: Int, timeout: Duration, at now: Moment) {
+        var timeout = timeout
         guard let state = requireAuthorization(id, request: "POLL", at: now) else { return }
         guard state.inUse else {
             send(id, ServerMessage.error(request: "POLL", message: "not in use: \(state.reason)"))
@@ -106,6 +108,7 @@ extension ServerState {
                 send(id, ServerMessage.error(.init(request: "POLL", message: message, nextReportIn: Double(seconds))).encoded())
                 return
             }
+            timeout = publisher.reducedPollWait(of: id, at: now)
         }
         guard let poll = publisher.addPoll(id) else {
             bad(id, RequestError(request: "POLL", message: "too many POLLs waiting (\(Publisher.maximumPendingPolls))"))

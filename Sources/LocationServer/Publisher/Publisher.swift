@@ -200,17 +200,27 @@ struct Publisher {
         return pacing.timeUntilDue(key, now: now.monotonic, interval: reducedInterval)
     }
 
-    /// A POLL's timeout passed: true when it was still waiting (the client is told no fix came). Without a fix, to a
-    /// reduced client that is a loss notice, from which its cadence runs (repeated short POLLs told when the fix came
-    /// back); with one (its next epoch was late for the timeout), not: it would put the user's cadence back.
+    /// A POLL's timeout passed: true when it was still waiting (the client is told no fix came). To a reduced client
+    /// whose report is due, that is a notice, from which its cadence runs — with a fix or without: whether a timed-out
+    /// POLL counted must not tell the fix's state (a helper attacking the daemon probed it with POLLs shorter than an
+    /// epoch, and placed notices at will with staggered ones). A reduced POLL waits until `ReducedPacing.window`
+    /// after the report is due (`reducedPollWait`), so a fix's next epoch answers it and it times out only without one.
     mutating func expirePoll(_ poll: Int, of id: Int, at now: Moment) -> Bool {
         guard let slot = subscribers.slot(of: id), let index = subscribers.entries[slot].pendingPolls.firstIndex(of: poll) else { return false }
         subscribers[slot: slot].pendingPolls.remove(at: index)
         countPolls(-1, of: subscribers.entries[slot].identity.uid)
-        if latest?.hasPosition != true, authorizedAccuracy(slot, at: now) == .reduced {
-            pacing.recordNotice(subscribers.entries[slot].pacingKey, now: now.monotonic)
+        let key = subscribers.entries[slot].pacingKey
+        if authorizedAccuracy(slot, at: now) == .reduced, pacing.isDue(key, now: now.monotonic, interval: reducedInterval) {
+            pacing.recordNotice(key, now: now.monotonic)
         }
         return true
+    }
+
+    /// How long a reduced client's POLL waits, whatever timeout it asked for (at least the time until its report is
+    /// due, or it is refused): until `ReducedPacing.window` after that. Answered by the first epoch with a fix then,
+    /// or told "no fix" at that moment of the cadence — never at the moment the fix came back or went.
+    func reducedPollWait(of id: Int, at now: Moment) -> Duration {
+        reducedReportDue(of: id, at: now) + ReducedPacing.window
     }
 
     /// Drops every POLL the client at `index` has waiting.
