@@ -20,6 +20,15 @@
 #   wake -> send    the two together: the daemon's part of the 1-client delay
 # All of it is user-space time between two system calls, so the tracepoints (which cost a few µs per
 # system call) add nothing to it; the delays the harness measures while perf runs are not meaningful.
+#
+# KINDS (default "locationd reference") picks the daemons: `locationd-gpsd` (locationd's gpsd front, the client
+# on TCP with `?WATCH={"enable":true,"json":true};`) and `gpsd` (gpsd -N -n -b on the pty) trace the gpsd front
+# against gpsd. Both send an epoch's SKY and TPV (gpsd in two sendto(2)s, the SKY when the GSV set ends, the TPV
+# at the cycle's RMC; the front in one), so for them the figure is
+# traced from both the daemon's and the harness's system calls (`tpv_breakdown`): the epoch written (A), the
+# daemon awake (B), its TPV's sendto(2) started (C) and returned (D: on loopback TCP the send delivers the segment
+# and wakes the reader), the client's socket reported readable (E). gpsd waits in pselect6(2) and reads an epoch
+# in several read(2)s; each of its system calls costs the tracepoints' few µs, so its B->C is inflated more.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -74,12 +83,52 @@ medians() {
         END { report("wake -> read", wr, nwr); report("read -> send", rs, nrs); report("wake -> send", ws, nws) }'
 }
 
+# tpv_breakdown HARNESS DAEMON: for the gpsd kinds, from both processes' system calls, per epoch: the harness's
+# write(2) of the epoch returns (A), the daemon wakes (B: its first poll/epoll/pselect return after A), starts
+# the epoch's last send (C: the TPV's) and returns from it (D), and the harness's epoll_wait(2) reports the TPV's
+# socket readable (E: its first report after the daemon's first send of the epoch: gpsd's SKY send wakes the
+# reader, which then finds its TPV too). Medians in µs.
+read -r -d '' breakdown_py <<'PY' || true
+import re, statistics, sys
+label, harness, daemon = sys.argv[1:4]
+rx = re.compile(r"\s*(\d+)/\d+\s+([\d.]+):\s+raw_syscalls:sys_(enter|exit): NR (\d+) (.*)")
+wake, send = {"7", "232", "270", "271", "281"}, {"1", "20", "44", "46"}
+epochs, cur = [], None
+for line in sys.stdin:
+    m = rx.match(line)
+    if not m: continue
+    pid, t, edge, nr, rest = m.group(1), float(m.group(2)), m.group(3), m.group(4), m.group(5)
+    value = int(rest.split("=")[1]) if edge == "exit" else None
+    if pid == harness:
+        if edge == "exit" and nr == "1" and value > 100:       # the epoch written into the pty master
+            if cur: epochs.append(cur)
+            cur = {"A": t}
+        elif edge == "exit" and nr == "232" and value > 0 and cur and "C" in cur and "E" not in cur:
+            cur["E"] = t
+    elif pid == daemon and cur:
+        if edge == "exit" and nr in wake and "B" not in cur: cur["B"] = t
+        elif edge == "enter" and nr in send and "B" in cur: cur["C"] = t; cur.pop("D", None)
+        elif edge == "exit" and nr in send and "C" in cur: cur["D"] = t
+def median(a, b):
+    v = [(e[b] - e[a]) * 1e6 for e in epochs if a in e and b in e]
+    return "%8.1f" % statistics.median(v) if v else "       -"
+n = sum(1 for e in epochs if "E" in e)
+print("%-14s %6d %s %s %s %s" % (label, n, median("A", "B"), median("B", "C"), median("C", "D"), median("A", "E")))
+PY
+tpv_breakdown() { python3 -c "$breakdown_py" "$1" "$2" "$3"; }
+
 trace() { # trace KIND
     local kind=$1 dir pty
     dir=$(mktemp -d "$work/$kind.XXXX")
     mkdir "$dir/state"
+    local target=(--unix "$dir/daemon.sock") watch='{"class":"WATCH","enable":true}' port=""
+    if [ "$kind" = gpsd ] || [ "$kind" = locationd-gpsd ]; then
+        port=$(free_port)
+        target=(--tcp "127.0.0.1:$port")
+        watch='?WATCH={"enable":true,"json":true};'
+    fi
     taskset -c "$last_cpu" "$work/harness" --capture "$capture" --pty-file "$dir/pty" --pid-file "$dir/pid" \
-        --unix "$dir/daemon.sock" --watch '{"class":"WATCH","enable":true}' --clients 1 --warmup 20 \
+        "${target[@]}" --watch "$watch" --clients 1 --warmup 20 \
         --epochs $((SECONDS_TRACED * 10 + 40)) --label "$kind" > /dev/null 2> "$dir/harness.log" &
     local harness=$!
     pids+=("$harness")
@@ -88,10 +137,14 @@ trace() { # trace KIND
         sleep 0.05
     done
     pty=$(cat "$dir/pty")
-    if [ "$kind" = locationd ]; then
-        printf '[daemon]\nsocket = %s\nstate-directory = %s\nlog-level = warning\n[receiver gnss0]\ntype = serial\npath = %s\nspeed = 9600\n%s\n[policy]\naccess = always\naccuracy = full\n' \
-            "$dir/daemon.sock" "$dir/state" "$pty" "$receiver_options" > "$dir/locationd.conf"
+    if [ "$kind" = locationd ] || [ "$kind" = locationd-gpsd ]; then
+        local listen=""
+        [ -n "$port" ] && listen="gpsd-listen = 127.0.0.1:$port"
+        printf '[daemon]\nsocket = %s\nstate-directory = %s\nlog-level = warning\n%s\n[receiver gnss0]\ntype = serial\npath = %s\nspeed = 9600\n%s\n[policy]\naccess = always\naccuracy = full\n' \
+            "$dir/daemon.sock" "$dir/state" "$listen" "$pty" "$receiver_options" > "$dir/locationd.conf"
         taskset -c 0 "$locationd" --config "$dir/locationd.conf" > /dev/null 2> "$dir/daemon.log" &
+    elif [ "$kind" = gpsd ]; then
+        taskset -c 0 "$(command -v gpsd || echo /usr/sbin/gpsd)" -N -n -b -S "$port" "$pty" > /dev/null 2> "$dir/daemon.log" &
     else
         taskset -c 0 "$work/reference" "$dir/daemon.sock" "$pty" > /dev/null 2> "$dir/daemon.log" &
     fi
@@ -99,13 +152,36 @@ trace() { # trace KIND
     pids+=("$daemon")
     echo "$daemon" > "$dir/pid"
     sleep 4  # connect, subscribe, 20 warm-up epochs
+    local traced=$daemon
+    [ -n "$port" ] && traced="$harness,$daemon"
     taskset -c "$last_cpu" perf record -q -e raw_syscalls:sys_enter,raw_syscalls:sys_exit -o "$dir/perf.data" \
-        -p "$daemon" -- sleep "$SECONDS_TRACED" > /dev/null 2>&1
-    perf script -i "$dir/perf.data" -F time,event,trace 2> /dev/null | medians "$kind"
+        -p "$traced" -- sleep "$SECONDS_TRACED" > /dev/null 2>&1
+    case $kind in
+    gpsd | locationd-gpsd) perf script -i "$dir/perf.data" -F pid,tid,time,event,trace 2> /dev/null | tee "${RAW:-/dev/null}" | tpv_breakdown "$kind" "$harness" "$daemon" ;;
+    *) perf script -i "$dir/perf.data" -F time,event,trace 2> /dev/null | medians "$kind" ;;
+    esac
     kill "$harness" "$daemon" 2> /dev/null || true
     wait "$harness" "$daemon" 2> /dev/null || true
 }
 
-printf '%-10s %-13s %6s %9s %9s\n' daemon interval epochs 'p50 us' 'p90 us'
-trace locationd
-trace reference
+free_port() { # a localhost TCP port nobody listens on
+    local p
+    for p in $(seq 29470 29970); do
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return; fi
+    done
+    echo "no free TCP port in 29470-29970" >&2
+    exit 1
+}
+
+kinds=${KINDS:-locationd reference}
+case " $kinds " in
+*" locationd "* | *" reference "*) printf '%-10s %-13s %6s %9s %9s\n' daemon interval epochs 'p50 us' 'p90 us' ;;
+esac
+for kind in $kinds; do
+    case $kind in
+    gpsd | locationd-gpsd)
+        [ -n "${header_done:-}" ] || printf '%-14s %6s %8s %8s %8s %8s   (medians, µs)\n' daemon epochs 'A->B' 'B->C' 'C->D' 'A->E'
+        header_done=1 ;;
+    esac
+    trace "$kind"
+done
