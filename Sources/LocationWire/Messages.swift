@@ -51,9 +51,10 @@ extension ServerMessage {
                               uplinks: [ServerMessage.Status.Uplink] = []) -> [UInt8] {
         // A client without full accuracy sees which receivers there are, not how they are doing: fix
         // counts and times are location data, and the sentence count and state tell the cadence, the
-        // satellites in view (from the GSV count) and when the fix is lost.
+        // satellites in view (from the GSV count) and when the fix is lost; the line speed, once found
+        // (`speed = auto`), when the receiver was opened.
         let list = fixDetails ? receivers : receivers.map { r in
-            ReceiverReport(name: r.name, type: r.type, path: r.path, state: nil, speed: r.speed, sentences: nil, fixes: nil,
+            ReceiverReport(name: r.name, type: r.type, path: r.path, state: nil, speed: nil, sentences: nil, fixes: nil,
                            errors: nil, priority: r.priority)
         }
         return ServerMessage.status(Status(mode: mode, clients: clients, receivers: list, uplinks: uplinks)).encoded()

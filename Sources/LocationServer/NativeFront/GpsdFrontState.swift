@@ -195,12 +195,13 @@ struct GpsdFrontState {
     }
 
     /// The receivers as `DEVICES` lists them, by device path (serial port, gpsd device, replay file).
-    /// - Parameter withState: with `activated` and `flags` (when it was opened, whether it sent data); false
-    ///   for a client that may not see the location: they tell which receiver runs and when fixes can come.
+    /// - Parameter withState: with `activated`, `flags` and `bps` (when it was opened, whether it sent data, the
+    ///   line speed it was found at); false for a client that may not see the location: they tell which receiver
+    ///   runs and when fixes can come (an attacker helper saw `bps` appear once `speed = auto` found the speed).
     static func devices(_ reports: [ReceiverReport], withState: Bool) -> [GpsdDevice] {
         reports.map { r in
             GpsdDevice(path: withState ? devicePath(r) : shownPath(r), activated: withState ? r.connectedSince : nil,
-                       flags: withState && (r.sentences ?? 0) > 0 ? 1 : nil, bitsPerSecond: r.speed)
+                       flags: withState && (r.sentences ?? 0) > 0 ? 1 : nil, bitsPerSecond: withState ? r.speed : nil)
         }
     }
 }
