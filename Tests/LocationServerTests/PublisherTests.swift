@@ -271,10 +271,10 @@ struct PublisherTests {
         p.connect(1, identity: Self.navit)
         var ids: [Int] = []
         for _ in 0..<Publisher.maximumPendingPolls {
-            let poll = p.addPoll(1)
+            let poll = p.addPoll(1, at: Self.moment(0))
             ids.append(try #require(poll))
         }
-        let oneMore = p.addPoll(1)
+        let oneMore = p.addPoll(1, at: Self.moment(0))
         #expect(oneMore == nil)
         let expired = p.expirePoll(ids[0], of: 1, at: Self.moment(0.5)), again = p.expirePoll(ids[0], of: 1, at: Self.moment(0.5))
         #expect(expired && !again)
@@ -358,16 +358,16 @@ struct PublisherTests {
         var accepted = 0
         for id in 1...5 {
             p.connect(id, identity: Self.navit)
-            for _ in 0..<Publisher.maximumPendingPolls where p.addPoll(id) != nil { accepted += 1 }
+            for _ in 0..<Publisher.maximumPendingPolls where p.addPoll(id, at: Self.moment(0)) != nil { accepted += 1 }
         }
         #expect(accepted == Publisher.maximumPendingPollsPerUser)
         // Another user is not affected.
         p.connect(9, identity: Self.stranger)
-        let other = p.addPoll(9)
+        let other = p.addPoll(9, at: Self.moment(0))
         #expect(other != nil)
         // A disconnect gives the user's share back.
         p.disconnect(1)
-        let again = p.addPoll(5)
+        let again = p.addPoll(5, at: Self.moment(0))
         #expect(again != nil)
     }
 

@@ -44,17 +44,17 @@ struct ReducedRegainTests {
         var p = P.publisher(P.rules(reducedInterval: 10))
         p.connect(1, identity: P.weather)
         var out: [Delivery] = []
-        let first = p.addPoll(1)
+        let first = p.addPoll(1, at: P.moment(0))
         #expect(first != nil)
         p.publish(P.positioned[0], at: P.moment(1), into: &out)     // answered: the cadence starts at 1
         #expect(out.contains { if case .pollReply(1, .reduced) = $0 { true } else { false } })
         for t in 2...12 { p.publish(P.fixes[0], at: P.moment(Double(t)), into: &out) }
-        let probe = p.addPoll(1)                                          // due (11), waits; no fix
+        let probe = p.addPoll(1, at: P.moment(12))                 // due (11), no fix: a notice at once
         #expect(p.expirePoll(try #require(probe), of: 1, at: P.moment(12.3)))
         // The fix is back at 13: nothing answers a POLL until ten seconds after that notice.
         out.removeAll()
-        #expect(p.reducedReportDue(of: 1, at: P.moment(13)) > .seconds(9))
-        let waiting = p.addPoll(1)
+        #expect(p.reducedReportDue(of: 1, at: P.moment(13)) >= .seconds(9))
+        let waiting = p.addPoll(1, at: P.moment(13))
         #expect(waiting != nil)
         for t in 13...21 { p.publish(P.positioned[t], at: P.moment(Double(t)), into: &out) }
         #expect(!out.contains { if case .pollReply = $0 { true } else { false } }, "\(out)")
@@ -67,7 +67,7 @@ struct ReducedRegainTests {
         var p = P.publisher(P.rules(reducedInterval: 10))
         p.connect(1, identity: P.weather)
         var out: [Delivery] = []
-        _ = p.addPoll(1)
+        _ = p.addPoll(1, at: P.moment(0))
         p.publish(P.positioned[0], at: P.moment(1), into: &out)
         for t in 2...11 { p.publish(lost ? P.fixes[0] : P.positioned[t], at: P.moment(Double(t)), into: &out) }
         return p
@@ -78,28 +78,27 @@ struct ReducedRegainTests {
         // Found 2026-12-03 by a helper as uid nobody (reduced-interval 60 s, a 1 Hz receiver): due, with a fix, POLLs
         // with a 0.05 s timeout between epochs timed out and left it due, while without a fix one was a notice; so
         // POLLing once a second told it the second the fix was lost, at no cost.
-        var due: [Duration] = []
         for lost in [false, true] {
             var p = Self.dueUser(lost: lost)
-            let probe = p.addPoll(1)
+            let probe = p.addPoll(1, at: P.moment(11.5))
             let expired = p.expirePoll(try #require(probe), of: 1, at: P.moment(11.55))
             #expect(expired)
-            due.append(p.reducedReportDue(of: 1, at: P.moment(12)))
+            // Not due any more either way: with a fix from the timeout, without one from the POLL itself.
+            #expect(p.reducedReportDue(of: 1, at: P.moment(12)) > .seconds(9), "lost: \(lost)")
         }
-        #expect(due[0] == due[1] && due[0] > .seconds(9), "\(due)")
         // And the wait a reduced POLL gets covers the next epoch: the window after the due time.
         let p = Self.dueUser(lost: false)
         #expect(p.reducedPollWait(of: 1, at: P.moment(11.5)) == ReducedPacing.window)
         #expect(p.reducedPollWait(of: 1, at: P.moment(5)) == .seconds(6) + ReducedPacing.window)
     }
 
-    @Test("staggered POLLs do not place the notice: the first that timed out while due is the one")
+    @Test("staggered POLLs do not place the notice")
     func staggeredPolls() throws {
         // Found 2026-12-03 by the same helper: 64 POLLs with timeouts 0.5 s apart, each timing out during the no-fix
         // stretch a notice, moved the cadence to the last one before the fix came back — the regain to 0.5 s.
         var p = Self.dueUser(lost: true)
         var polls: [Int] = []
-        for _ in 0..<16 { if let poll = p.addPoll(1) { polls.append(poll) } }
+        for _ in 0..<16 { if let poll = p.addPoll(1, at: P.moment(11.5)) { polls.append(poll) } }
         #expect(polls.count == 16)
         var out: [Delivery] = [], next = 0
         for second in 12...20 {
@@ -109,9 +108,27 @@ struct ReducedRegainTests {
             }
             p.publish(second < 15 ? P.fixes[0] : P.positioned[second], at: P.moment(Double(second)), into: &out)
         }
-        // The fix came back at 15; the cadence runs from the first timeout (11.6), as it would without the others.
+        // The fix came back at 15; the cadence runs from the first POLL (11.5, due without a fix), whatever the others did.
         let due = p.reducedReportDue(of: 1, at: P.moment(20))
-        #expect(due > .milliseconds(1599) && due < .milliseconds(1601), "\(due)")
+        #expect(due > .milliseconds(1499) && due < .milliseconds(1501), "\(due)")
         #expect(!out.contains { if case .pollReply = $0 { true } else { false } }, "\(out)")
+    }
+
+    @Test("a POLL dropped before its timeout is no free look at the fix: due without one, it is a notice when asked")
+    func hungUpPoll() throws {
+        // Found 2026-12-03 by an attacker helper as uid nobody (reduced-interval 20 s): due, and no fix, a POLL on a new
+        // connection hung up after 1.1 s left no notice; one such probe a second told it the second the fix came back.
+        var p = Self.dueUser(lost: true)
+        p.connect(2, identity: P.weather)
+        let probe = p.addPoll(2, at: P.moment(20.3))
+        #expect(probe != nil)
+        p.disconnect(2)
+        var out: [Delivery] = []
+        for t in 21...28 { p.publish(t < 27 ? P.fixes[0] : P.positioned[t], at: P.moment(Double(t)), into: &out) }
+        // The fix is back at 27; the next POLL is refused until the cadence from 20.3 says so.
+        p.connect(3, identity: P.weather)
+        let due = p.reducedReportDue(of: 3, at: P.moment(28))
+        #expect(due > .milliseconds(2299) && due < .milliseconds(2301), "\(due)")
+        #expect(!out.contains { if case .pollReply = $0 { true } else { false } })
     }
 }

@@ -110,7 +110,7 @@ extension ServerState {
             }
             timeout = publisher.reducedPollWait(of: id, at: now)
         }
-        guard let poll = publisher.addPoll(id) else {
+        guard let poll = publisher.addPoll(id, at: now) else {
             bad(id, RequestError(request: "POLL", message: "too many POLLs waiting (\(Publisher.maximumPendingPolls))"))
             return
         }

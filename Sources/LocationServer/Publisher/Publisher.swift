@@ -183,13 +183,25 @@ struct Publisher {
     /// POLL from an authorized client: it waits for the next fix. Returns the poll's id (for its
     /// timeout), or nil when the connection already has `maximumPendingPolls` waiting, or its user
     /// `maximumPendingPollsPerUser`.
-    mutating func addPoll(_ id: Int) -> Int? {
-        guard let subscriber = subscribers[id], subscriber.pendingPolls.count < Self.maximumPendingPolls,
+    ///
+    /// A reduced client whose report is due while there is no fix is told so as a watcher would be — a notice, from
+    /// which its cadence runs — now, not when the POLL times out: one dropped first (the client hung up) would be a
+    /// free look at the fix, and a second after second of them told the moment it came back (found 2026-12-03 by an
+    /// attacker helper as uid nobody, to within the second).
+    mutating func addPoll(_ id: Int, at now: Moment) -> Int? {
+        guard let slot = subscribers.slot(of: id) else { return nil }
+        let subscriber = subscribers.entries[slot]
+        guard subscriber.pendingPolls.count < Self.maximumPendingPolls,
               pollsPerUser[subscriber.identity.uid, default: 0] < Self.maximumPendingPollsPerUser else { return nil }
         let poll = nextPoll
         nextPoll += 1
-        subscribers[id]?.pendingPolls.append(poll)
+        subscribers[slot: slot].pendingPolls.append(poll)
         pollsPerUser[subscriber.identity.uid, default: 0] += 1
+        let key = subscriber.pacingKey
+        if latest?.hasPosition != true, authorizedAccuracy(slot, at: now) == .reduced,
+           pacing.isDue(key, now: now.monotonic, interval: reducedInterval) {
+            pacing.recordNotice(key, now: now.monotonic)
+        }
         return poll
     }
 
