@@ -3,8 +3,9 @@ import LocationCore
 /// NMEA 0183 sentences made from a `Fix`: for gpsd watchers in `nmea` mode and NMEA sockets (GeoClue), which
 /// must get sentences made from the fix they may see (a reduced one, say), never the receiver's own.
 ///
-/// Sentences follow NMEA 0183 v4.11 (§RMC, §GGA, §GSA, §GSV) with talker `GP` — what gpsd's own synthesized
-/// NMEA (`pseudonmea.c`) and GeoClue's parser expect — each with its `*hh` checksum and CR LF. Absent values are
+/// Sentences follow NMEA 0183 v4.11 (§RMC, §GGA, §GSA, §GSV) with talker `GP` for RMC and GGA — what gpsd's own
+/// synthesized NMEA (`pseudonmea.c`) and GeoClue's parser expect — and each system's talker for its satellites,
+/// each with its `*hh` checksum and CR LF. Absent values are
 /// empty fields. Positions are written to 1e-6 minute (about 2 mm), times to the millisecond.
 public enum NMEASynthesizer {
     /// Appends `$GPRMC`: time, status (A valid / V no fix), position, speed (knots), track (degrees true), date,
@@ -43,32 +44,79 @@ public enum NMEASynthesizer {
         append(f, to: &out)
     }
 
-    /// Appends `$GPGSA`: automatic mode, fix type (1 none, 2 2D, 3 3D), up to 12 used satellites' NMEA ids,
-    /// PDOP, HDOP, VDOP.
+    /// Appends the GSA sentences: automatic mode, fix type (1 none, 2 2D, 3 3D), up to 12 used satellites' NMEA ids,
+    /// PDOP, HDOP, VDOP. Used satellites of one system: one `$GPGSA` (`$GLGSA`, ... for a receiver of another
+    /// system alone), as before NMEA 4.10. Of several: one `$GNGSA` per system and 12 satellites, each with its
+    /// system id (NMEA 0183 v4.11 §GSA field 18, Table 20: 1 GPS, with SBAS and QZSS in GPS's numbering; 2 GLONASS;
+    /// 3 Galileo; 4 BeiDou; 5 QZSS; 6 NavIC) — a PRN names a satellite only within its system, and one GSA's 12
+    /// fields would leave the rest out (a new-user helper saw 12 of a u-blox M9N's 25 used satellites, GLONASS
+    /// numbers under `GP`).
     public static func appendGSA(_ fix: Fix, to out: inout [UInt8]) {
-        var f: [String] = ["GPGSA", "A", String(fix.hasPosition ? fix.mode.rawValue : 1)]
-        let used = fix.satellites.filter(\.used).prefix(12).map { String($0.prn) }
-        f += used + [String](repeating: "", count: 12 - used.count)
-        f += [fixed(fix.dop.position, 2), fixed(fix.dop.horizontal, 2), fixed(fix.dop.vertical, 2)]
-        append(f, to: &out)
+        let fixType = String(fix.hasPosition ? fix.mode.rawValue : 1)
+        let dops = [fixed(fix.dop.position, 2), fixed(fix.dop.horizontal, 2), fixed(fix.dop.vertical, 2)]
+        var systems: [(id: Int, talker: String, prns: [Int])] = []
+        for sat in fix.satellites where sat.used {
+            let (id, talker) = system(sat)
+            if let i = systems.firstIndex(where: { $0.id == id }) { systems[i].prns.append(sat.prn) } else { systems.append((id, talker, [sat.prn])) }
+        }
+        guard systems.count > 1 else {
+            let prns = systems.first?.prns.prefix(12).map(two) ?? []
+            append([(systems.first?.talker ?? "GP") + "GSA", "A", fixType] + prns + Array(repeating: "", count: 12 - prns.count) + dops,
+                   to: &out)
+            return
+        }
+        for system in systems {
+            var start = 0
+            repeat {
+                let prns = system.prns[start..<min(system.prns.count, start + 12)].map(two)
+                append(["GNGSA", "A", fixType] + prns + Array(repeating: "", count: 12 - prns.count) + dops + [String(system.id)],
+                       to: &out)
+                start += 12
+            } while start < system.prns.count
+        }
     }
 
-    /// Appends the `$GPGSV` pages for the fix's satellites (four a page): total pages, page number, satellites in
-    /// view, then per satellite its NMEA id, elevation (degrees), azimuth (degrees true), SNR (dB-Hz). Nothing
-    /// when the fix lists no satellites.
+    /// Appends the GSV pages for the fix's satellites, one set per system and signal (four satellites a page), each
+    /// under its system's talker — `$GPGSV` (GPS, SBAS, QZSS numbered as GPS), `$GLGSV`, `$GAGSV`, `$GBGSV`,
+    /// `$GQGSV`, `$GIGSV` — with the receiver's own numbering within it (NMEA 0183 v4.11 §GSV): total pages, page
+    /// number, satellites in view in the set, then per satellite its id, elevation (degrees), azimuth (degrees true),
+    /// SNR (dB-Hz), and the signal id (4.10+) when the receiver gave one. Nothing when the fix lists no satellites.
     public static func appendGSV(_ fix: Fix, to out: inout [UInt8]) {
-        let sats = fix.satellites
-        guard !sats.isEmpty else { return }
-        let pages = (sats.count + 3) / 4
-        for page in 0..<pages {
-            var f: [String] = ["GPGSV", String(pages), String(page + 1), two(sats.count)]
-            for sat in sats[(page * 4)..<min(sats.count, page * 4 + 4)] {
-                f.append(two(sat.prn))
-                f.append(sat.elevation.map { two(Int($0.rounded())) } ?? "")
-                f.append(sat.azimuth.map { three(Int($0.rounded()) % 360) } ?? "")
-                f.append(sat.signalToNoise.map { two(Int($0.rounded())) } ?? "")
+        var sets: [(talker: String, signal: Int?, satellites: [Satellite])] = []
+        for sat in fix.satellites {
+            let talker = system(sat).talker
+            if let i = sets.firstIndex(where: { $0.talker == talker && $0.signal == sat.signalID }) {
+                sets[i].satellites.append(sat)
+            } else {
+                sets.append((talker, sat.signalID, [sat]))
             }
-            append(f, to: &out)
+        }
+        for set in sets {
+            let sats = set.satellites, pages = (sats.count + 3) / 4
+            for page in 0..<pages {
+                var f: [String] = [set.talker + "GSV", String(pages), String(page + 1), two(sats.count)]
+                for sat in sats[(page * 4)..<min(sats.count, page * 4 + 4)] {
+                    f.append(two(sat.prn))
+                    f.append(sat.elevation.map { two(Int($0.rounded())) } ?? "")
+                    f.append(sat.azimuth.map { three(Int($0.rounded()) % 360) } ?? "")
+                    f.append(sat.signalToNoise.map { two(Int($0.rounded())) } ?? "")
+                }
+                if let signal = set.signal { f.append(String(signal, radix: 16, uppercase: true)) }
+                append(f, to: &out)
+            }
+        }
+    }
+
+    /// A satellite's NMEA system: its GSA system id and its talker (NMEA 0183 v4.11 Table 20 and §6.1.2 talkers). SBAS
+    /// and unknown satellites are GPS's; QZSS numbered in GPS's range (193–202, NMEA 4.10) too.
+    static func system(_ sat: Satellite) -> (id: Int, talker: String) {
+        switch sat.constellation {
+        case .glonass?: return (2, "GL")
+        case .galileo?: return (3, "GA")
+        case .beidou?: return (4, "GB")
+        case .qzss? where sat.prn < 193: return (5, "GQ")
+        case .navic?: return (6, "GI")
+        default: return (1, "GP")
         }
     }
 

@@ -103,4 +103,42 @@ struct NMEASynthesizerTests {
         #expect(hdop(Fix(device: nil, mode: .twoDimensional, latitude: -27.2, longitude: 153.0, eph: 190)) == "10.00")
         #expect(hdop(Fix(device: nil, mode: .twoDimensional, latitude: -27.2, longitude: 153.0)) == "")
     }
+
+    @Test("a multi-constellation sky (u-blox M9N) reads back whole: each system's satellites under its talker, every used one in its system's GSA")
+    func multiConstellation() throws {
+        // A new-user helper found one `$GPGSV` set for all systems (Galileo 3 written as GPS 3) and one `$GPGSA` holding
+        // 12 of the 25 used satellites.
+        let original = Captures.decode(try Captures.bytes("ublox-neo-m9n-nmea.log")).filter { $0.hasPosition && $0.time != nil }
+        var out: [UInt8] = []
+        for fix in original { NMEASynthesizer.appendEpoch(fix, satellites: true, to: &out) }
+        var decoder = NMEADecoder()
+        var back: [Fix] = []
+        decoder.decode(out) { back.append($0) }
+        decoder.finish { back.append($0) }
+        let byTime = Dictionary(back.compactMap { f in f.time.map { ($0, f) } }, uniquingKeysWith: { _, b in b })
+        func key(_ s: Satellite) -> String { "\(s.constellation.map { "\($0)" } ?? "-") \(s.prn) \(s.signalID ?? 0) \(s.used)" }
+        var compared = 0
+        for fix in original.dropFirst(2) where fix.satellites.filter(\.used).count > 12 {
+            let time = try #require(fix.time)
+            let other = try #require(byTime[time])
+            #expect(Set(other.satellites.map(key)) == Set(fix.satellites.map(key)), "\(fix.time?.iso8601 ?? "")")
+            compared += 1
+        }
+        #expect(compared > 20)
+        let text = String(decoding: out, as: UTF8.self)
+        for talker in ["$GPGSV", "$GLGSV", "$GAGSV", "$GBGSV", "$GNGSA"] { #expect(text.contains(talker), "no \(talker)") }
+        #expect(!text.contains("$GPGSA"), "several systems' used satellites: a GSA per system")
+    }
+
+    @Test("PRNs are written with two digits at least, as NMEA 0183 fields are")
+    func prnDigits() {
+        var fix = Fix(device: nil, mode: .threeDimensional, latitude: 1, longitude: 2)
+        fix.satellites = [Satellite(prn: 3, constellation: .gps, elevation: 40, azimuth: 100, signalToNoise: 30, used: true)]
+        var out: [UInt8] = []
+        NMEASynthesizer.appendGSA(fix, to: &out)
+        NMEASynthesizer.appendGSV(fix, to: &out)
+        let text = String(decoding: out, as: UTF8.self)
+        #expect(text.hasPrefix("$GPGSA,A,3,03,,"), "\(text)")
+        #expect(text.contains("$GPGSV,1,1,01,03,40,100,30*"), "\(text)")
+    }
 }
