@@ -32,29 +32,29 @@ struct GpsdNoFixEpochTests {
     }
 
     /// gpspipe -w against gpsd under gpsfake playing the capture once.
-    static func againstGpsd(in directory: String) throws -> String {
+    static func againstGpsd(in directory: String, mode: String = "-w") throws -> String {
         let port = try GpsdFrontEndToEndTests.freePort()
         let gpsfake = try PolicyEndToEndTests.start(["env", "TMPDIR=\(directory)", "setsid", "gpsfake", "-q", "-1", "-W", "2",
                                                      "-c", "0.05", "-P", String(port), DaemonProcess.sharedDirectory + "/nmea-logs/" + capture], in: directory)
         defer { kill(-gpsfake.pid, SIGKILL); kill(gpsfake.pid, SIGKILL); _ = PolicyEndToEndTests.finish(gpsfake) }
         let end = monotonic() + 10
         while monotonic() < end, !GpsdPortInUseTests.listening(port: port) { usleep(20_000) }
-        return try pipe(port: port, in: directory, idle: 2)
+        return try pipe(port: port, in: directory, idle: 2, mode: mode)
     }
 
     /// gpspipe -w against locationd's gpsd front replaying the capture once, at four times its pace (the no-fix epochs
     /// begin 2.5 s in: time for gpspipe to start watching on a slow machine).
-    static func againstLocationd(in directory: String) throws -> String {
+    static func againstLocationd(in directory: String, mode: String = "-w") throws -> String {
         let port = try GpsdFrontEndToEndTests.freePort()
         let config = PolicyEndToEndTests.config(policy: "access = always\naccuracy = full", rate: "4", loop: false,
                                                 capture: DaemonProcess.sharedDirectory + "/nmea-logs/" + capture)
         let daemon = try DaemonProcess(config: config, daemonKeys: "gpsd-listen = 127.0.0.1:\(port)\n")
         defer { daemon.stop(signal: SIGKILL) }
-        return try pipe(port: port, in: directory, idle: 1.5)
+        return try pipe(port: port, in: directory, idle: 1.5, mode: mode)
     }
 
-    static func pipe(port: UInt16, in directory: String, idle seconds: Double) throws -> String {
-        let pipe = try PolicyEndToEndTests.start(["gpspipe", "-w", "localhost:\(port)"], in: directory)
+    static func pipe(port: UInt16, in directory: String, idle seconds: Double, mode: String = "-w") throws -> String {
+        let pipe = try PolicyEndToEndTests.start(["gpspipe", mode, "localhost:\(port)"], in: directory)
         let done = GpsdSideBySideTests.idle(seconds: seconds)
         let end = monotonic() + 30
         while monotonic() < end, !done(pipe) { usleep(100_000) }
@@ -79,6 +79,31 @@ struct GpsdNoFixEpochTests {
             #expect(mine["mode"] == tpv["mode"] && mine["ept"] == tpv["ept"], "\(time): gpsd \(tpv), locationd \(mine)")
             #expect(Set(mine.keys) == Set(tpv.keys), "\(time): members gpsd \(tpv.keys.sorted()), locationd \(mine.keys.sorted())")
         }
+    }
+
+    /// The times of day of the RMC sentences with status V (no fix) after one with status A.
+    static func noFixRMCTimes(_ pipe: String) -> [String] {
+        var out: [String] = [], hadFix = false
+        for line in pipe.split(whereSeparator: \.isNewline) where line.dropFirst(3).hasPrefix("RMC,") && line.hasPrefix("$") {
+            let f = line.split(separator: ",", omittingEmptySubsequences: false)
+            guard f.count > 2 else { continue }
+            if f[2] == "A" { hadFix = true } else if f[2] == "V", hadFix { out.append(String(f[1].prefix(6))) }
+        }
+        return out
+    }
+
+    @Test("gpspipe -r gets the no-fix epochs' sentences (RMC status V), as gpsd passes the receiver's on")
+    func noFixSentences() throws {
+        // A new-user helper found `gpspipe -r` silent through the no-fix stretch, where gpsd passes `$GNRMC,…,V,…`.
+        var template = Array("/tmp/locationd-nofix-XXXXXX".utf8CString)
+        let directory = try #require(TemporaryDirectories.mkdtemp(&template).map { String(cString: $0) })
+        chmod(directory, 0o755)
+        defer { _ = try? FileManager.default.removeItem(atPath: directory) }
+        let theirs = Self.noFixRMCTimes(try Self.againstGpsd(in: directory, mode: "-r"))
+        let ours = Self.noFixRMCTimes(try Self.againstLocationd(in: directory, mode: "-r"))
+        #expect(theirs.count >= 9, "gpsd: \(theirs)")
+        #expect(Set(theirs).isSubset(of: Set(ours)), "gpsd \(theirs), locationd \(ours)")
+        #expect(ours == (20...29).map { "0814\($0)" }, "locationd: \(ours)")
     }
 
     @Test("no bare mode 1 TPV when a watch starts without a fix; ?WATCH;?POLL; in one read answers with the last no-fix epoch")

@@ -173,15 +173,23 @@ struct GpsdFrontState {
     /// gpsd's no-fix epoch for a full-accuracy watcher, for `fix`, the no-fix last observed: a `mode` 1 TPV with the
     /// epoch's `time` and `ept` (none for a no-fix the daemon announced), preceded by the epoch's SKY when it
     /// reported satellites, as gpsd sends both while it has no fix (`sky` is kept for `?POLL;` in any case).
-    /// Encoded once per epoch.
+    /// Encoded once per epoch; with `nmea`, also the epoch's sentences (RMC status V, GGA quality 0, GSA, GSV) for
+    /// `nmea`/`raw` watchers, as a receiver without a fix sends them and gpsd passes them on.
     /// - Parameter device: the device path when the fix names no receiver.
-    mutating func noFixShapes(of fix: Fix, device fallback: String?) -> GpsdShapes {
-        if let noFix, noFix.epoch == observed { return noFix.shapes }
+    mutating func noFixShapes(of fix: Fix, device fallback: String?, nmea wanted: Bool = false) -> GpsdShapes {
+        if var noFix, noFix.epoch == observed {
+            if wanted, noFix.shapes.nmea.isEmpty, !Self.isAnnounced(fix) {
+                NMEASynthesizer.appendEpoch(fix, satellites: true, to: &noFix.shapes.nmea)
+                self.noFix = noFix
+            }
+            return noFix.shapes
+        }
         let device = fix.device.flatMap { devicePath(of: $0) } ?? fallback
         var shapes = GpsdShapes()
         GpsdReports.appendTPV(fix, estimates: estimates, device: device, to: &shapes.tpv)
         if !Self.isAnnounced(fix) { GpsdReports.appendSKY(fix, dop: estimates.dop, device: device, to: &shapes.sky) }
         shapes.skyAndTPV = fix.satellitesUpdated ? shapes.sky + shapes.tpv : shapes.tpv
+        if wanted, !Self.isAnnounced(fix) { NMEASynthesizer.appendEpoch(fix, satellites: true, to: &shapes.nmea) }
         noFix = (observed, shapes)
         return shapes
     }

@@ -154,11 +154,17 @@ extension ServerState {
             // once; it has no epoch to report after that.
             guard lost || !GpsdFrontState.isAnnounced(fix) else { return }
             refreshDevicePaths()
-            let shapes = gpsdFront.noFixShapes(of: fix, device: gpsdDefaultDevice(seesState: true))
+            guard let (json, nmea) = Self.gpsdModes(&connections.values[index]) else { return }
+            let shapes = gpsdFront.noFixShapes(of: fix, device: gpsdDefaultDevice(seesState: true), nmea: nmea)
             // `?POLL;` answers with it, as gpsd's with its latest TPV and SKY.
             Self.gpsdRemember(shapes, in: &connections.values[index])
-            guard let (json, _) = Self.gpsdModes(&connections.values[index]), json else { return }
-            send(at: index, id, shapes.skyAndTPV, isLocation: true, gpsd: true)
+            // An NMEA watcher gets the epoch's sentences without a fix (RMC status V), as gpsd passes a receiver's on.
+            switch (json, nmea) {
+            case (true, false): send(at: index, id, shapes.skyAndTPV, isLocation: true, gpsd: true)
+            case (false, true): if !shapes.nmea.isEmpty { send(at: index, id, shapes.nmea, isLocation: true, gpsd: true) }
+            case (true, true): send(at: index, id, shapes.skyAndTPV + shapes.nmea, isLocation: true, gpsd: true)
+            case (false, false): break
+            }
         case let .fixState(id, fix):
             if !fix {
                 connections[id]?.gpsd?.lastTPV = []
