@@ -197,6 +197,10 @@ public struct Fix: Hashable, Sendable {
     public var climb: Double?
     /// Heading (where the vehicle or antenna baseline points), degrees true, from HDT/THS.
     public var heading: Double?
+    /// Age of the differential corrections, seconds, and the reference station's id (0–1023), when the fix is
+    /// differential and the receiver said (NMEA 0183 v4.11 §GGA fields 13–14; gpsd_json(5) TPV.dgpsAge, dgpsSta).
+    public var differentialAge: Double?
+    public var differentialStation: Int?
     /// Satellites used in the solution.
     public var satellitesUsed: Int?
     /// Satellites in view.

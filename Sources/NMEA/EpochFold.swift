@@ -39,6 +39,8 @@ struct EpochFold: Sendable {
     var garminDimension: Int?
     /// Satellites used, from GGA/GNS.
     var usedCount: Int?
+    /// GGA's age of differential data (seconds) and reference station id (only with an age), from a valid GGA.
+    var differentialAge: Double?, differentialStation: Int?
     /// True once GGA, GNS or PGRMZ came (sentences that state altitude or its absence).
     var sawAltitudeSource = false
 
@@ -50,7 +52,13 @@ struct EpochFold: Sendable {
             let ok = (s.qualityIndicator ?? 0) != 0
             valid = ok
             if ok, let la = s.latitude, let lo = s.longitude { latitude = la; longitude = lo }
-            if ok { ggaQuality = Self.quality(ggaIndicator: s.qualityIndicator) }
+            if ok {
+                ggaQuality = Self.quality(ggaIndicator: s.qualityIndicator)
+                // The station only with an age, as gpsd 3.22 reads them (`…,M,,0000` is neither; `…,M,18.8,0000` from a
+                // plain GPS fix both: the captures ublox-neo-m9n and mr-350p under gpsfake).
+                differentialAge = s.differentialAge
+                differentialStation = s.differentialAge != nil ? s.differentialStation ?? 0 : nil
+            }
             sawAltitudeSource = true
             if let a = s.altitudeMSL { altitudeMSL = a }
             if let g = s.geoidSeparation { geoidSeparation = g }

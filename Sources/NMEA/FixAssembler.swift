@@ -178,6 +178,8 @@ public struct FixAssembler: Sendable {
             fix.latitude = latitude
             fix.longitude = longitude
             fix.quality = ggaQuality ?? indicatorQuality ?? .gps
+            fix.differentialAge = epoch.differentialAge
+            fix.differentialStation = epoch.differentialStation
             // 2D or 3D: GSA's fix type says it, but receivers are seen sending "2" while solving in 3D with
             // four or more satellites and giving altitude (Quectel, Telit); an epoch that only has RMC or GLL
             // says nothing about it, so the last dimension stands (as in gpsd).

@@ -237,6 +237,21 @@ struct GpsdGoldenTests {
         #expect(fixes.filter(\.satellitesUpdated).isEmpty)
     }
 
+    /// GGA's fields 13–14 as gpsd 3.22 prints them, the TPV's last members: cat-ms352 (`…,M,1.4,0000`, DGPS) and
+    /// mr-350p (`…,M,18.8,0000` with quality 1); none for `…,M,,0000` (the other goldens' receivers).
+    @Test("dgpsAge and dgpsSta from GGA, as gpsd prints them", arguments: ["cat-ms352.log", "mr-350p.log"])
+    func differential(name: String) throws {
+        // A new-user helper: gpsd sends `"dgpsAge":1.4,"dgpsSta":0` for cat-ms352, the front sent neither.
+        let theirs = try Self.gpsdEpochs(name), ours = try Self.ourEpochs(name)
+        var compared = 0
+        for (time, epoch) in theirs {
+            guard let tpv = epoch.tpv, tpv.contains(where: { $0.0 == "dgpsAge" }), let mine = ours[time]?.tpv else { continue }
+            #expect(Array(mine.suffix(2)).map { "\($0.0)=\($0.1)" } == Array(tpv.suffix(2)).map { "\($0.0)=\($0.1)" }, "\(time)")
+            compared += 1
+        }
+        #expect(compared >= (name == "cat-ms352.log" ? 20 : 3), "\(compared)")
+    }
+
     /// Floors: the share of epochs whose lines must be identical, a little under the measured figures
     /// (docs/GPSD.md; measured 34/93, 63/68, 37/59 TPV; SKY shape 21/31, 17/23, 0/58). What differs is timing —
     /// which sentence of the cycle gpsd computed a field at — and, for the u-blox, the used flags of a

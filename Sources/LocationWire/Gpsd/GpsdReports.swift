@@ -49,6 +49,9 @@ public enum GpsdReports {
             }
             w.number("eph", estimates.eph, 3)
             w.number("sep", estimates.sep, 3)
+            // GGA's DGPS age and station, last, as gpsd 3.22 prints them (`%.1f`, `%d`; its golden for cat-ms352).
+            w.number("dgpsAge", fix.differentialAge, 1)
+            w.integer("dgpsSta", fix.differentialStation)
         }
         w.end(to: &out)
     }
