@@ -31,6 +31,7 @@
 # in several read(2)s; each of its system calls costs the tracepoints' few µs, so its B->C is inflated more.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. Benchmarks/common.sh
 
 SCRATCH=${SCRATCH:-.build}
 NMEA_LOGS=${NMEA_LOGS:-../shared/nmea-logs}
@@ -164,14 +165,6 @@ trace() { # trace KIND
     wait "$harness" "$daemon" 2> /dev/null || true
 }
 
-free_port() { # a localhost TCP port nobody listens on
-    local p
-    for p in $(seq 29470 29970); do
-        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return; fi
-    done
-    echo "no free TCP port in 29470-29970" >&2
-    exit 1
-}
 
 kinds=${KINDS:-locationd reference}
 case " $kinds " in

@@ -73,6 +73,7 @@
 # counts; RSS <= 16 MiB at 1000 clients.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. Benchmarks/common.sh
 
 SCRATCH=${SCRATCH:-.build}
 NMEA_LOGS=${NMEA_LOGS:-../shared/nmea-logs}
@@ -177,14 +178,6 @@ hard=$(ulimit -Hn)
 if [ "$hard" != unlimited ] && [ "$hard" -lt "$want" ]; then want=$hard; fi
 ulimit -n "$want"
 
-free_port() { # a localhost TCP port nobody listens on
-    local p
-    for p in $(seq 29470 29970); do
-        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return; fi
-    done
-    echo "no free TCP port in 29470-29970" >&2
-    exit 1
-}
 
 declare -A result
 order=()

@@ -64,10 +64,7 @@ struct GpsdNoFixEpochTests {
 
     @Test("every no-fix epoch after the fix is lost is a mode 1 TPV with gpsd's time and ept, and no position")
     func noFixEpochs() throws {
-        var template = Array("/tmp/locationd-nofix-XXXXXX".utf8CString)
-        let directory = try #require(TemporaryDirectories.mkdtemp(&template).map { String(cString: $0) })
-        chmod(directory, 0o755)
-        defer { _ = try? FileManager.default.removeItem(atPath: directory) }
+        let directory = try TemporaryDirectories.make("locationd-nofix")
         let theirs = Self.noFixEpochs(try Self.againstGpsd(in: directory))
         let ours = Self.noFixEpochs(try Self.againstLocationd(in: directory))
         // gpsd's decoding of the capture (.chk): 08:14:20 to 08:14:29; gpsfake may let gpsd miss the first.
@@ -95,10 +92,7 @@ struct GpsdNoFixEpochTests {
     @Test("gpspipe -r gets the no-fix epochs' sentences (RMC status V), as gpsd passes the receiver's on")
     func noFixSentences() throws {
         // A new-user helper found `gpspipe -r` silent through the no-fix stretch, where gpsd passes `$GNRMC,…,V,…`.
-        var template = Array("/tmp/locationd-nofix-XXXXXX".utf8CString)
-        let directory = try #require(TemporaryDirectories.mkdtemp(&template).map { String(cString: $0) })
-        chmod(directory, 0o755)
-        defer { _ = try? FileManager.default.removeItem(atPath: directory) }
+        let directory = try TemporaryDirectories.make("locationd-nofix")
         let theirs = Self.noFixRMCTimes(try Self.againstGpsd(in: directory, mode: "-r"))
         let ours = Self.noFixRMCTimes(try Self.againstLocationd(in: directory, mode: "-r"))
         #expect(theirs.count >= 9, "gpsd: \(theirs)")

@@ -22,6 +22,17 @@ public enum TemporaryDirectories {
         return path
     }
 
+    /// A new directory `/tmp/PREFIX-XXXXXX` with `mode` (0755 by default: other uids' clients reach its sockets),
+    /// removed at exit.
+    /// - Throws: `Errno` when mkdtemp(3) fails.
+    public static func make(_ prefix: String, mode: mode_t = 0o755) throws -> String {
+        var template = Array("/tmp/\(prefix)-XXXXXX".utf8CString)
+        guard let path = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else { throw Errno.current }
+        let directory = String(cString: path)
+        chmod(directory, mode)
+        return directory
+    }
+
     /// Removes every directory registered; what cannot be removed stays.
     static func removeAll() {
         let all = made.withLock { made -> [String] in
