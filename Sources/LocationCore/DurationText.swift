@@ -45,9 +45,10 @@ public enum DurationText {
         value == value.rounded() && abs(value) < 1e15 ? String(Int(value)) : "\(value)"
     }
 
-    /// A duration as messages and logs write it: "2 s", "0.5 s".
+    /// A duration as messages and logs write it, to the millisecond: "2 s", "0.5 s", "2.828 s" (a reduced POLL's wait,
+    /// which ends at a moment of the cadence, printed "2.827927243 s").
     public static func seconds(_ d: Duration) -> String {
-        let s = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+        let s = ((Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18) * 1000).rounded() / 1000
         return s == s.rounded() ? "\(Int(s)) s" : "\(s) s"
     }
 

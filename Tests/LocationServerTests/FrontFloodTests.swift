@@ -3,6 +3,7 @@ import Glibc
 #endif
 import FoundationEssentials
 import Testing
+import TestSupport
 
 /// A byte flood on the gpsd front and the NMEA socket is bounded as on the native socket: more than
 /// 64 × 16 KiB (the longest request) in a second, and the connection is closed. An attacker's trial found
@@ -100,7 +101,11 @@ struct FrontFloodTests {
     print(f"closed {8 - len(live)} sent {sent}")
     """
 
-    @Test("eight NMEA-socket connections of one user, each under the per-connection bound, together over the user's 4 MiB a second: closed")
+    // A throughput test: the daemon must read more than 4 MiB a second of the user's. Under AddressSanitizer it read
+    // 3.2 MB a second (CI 2026-12-03, twice, the second time alone; it had passed alone once the day before): run by the
+    // plain suite only. The per-connection flood above still runs under the sanitizers.
+    @Test("eight NMEA-socket connections of one user, each under the per-connection bound, together over the user's 4 MiB a second: closed",
+          .disabled(if: Sanitizers.any, "throughput under a sanitizer: the plain suite runs it"))
     func userTotal() throws {
         let directory = try NMEASocketTests.openDirectory()
         defer { _ = try? FileManager.default.removeItem(atPath: directory) }

@@ -17,4 +17,13 @@ struct DurationTextTests {
     func refuses(text: String) {
         #expect(DurationText.parse(text) == nil)
     }
+
+    @Test("messages write durations to the millisecond", arguments: [
+        (Duration.seconds(10), "10 s"), (.milliseconds(500), "0.5 s"), (.milliseconds(250), "0.25 s"),
+        (.nanoseconds(2_827_927_243), "2.828 s"), (.nanoseconds(2_999_999_999), "3 s"),
+    ])
+    func messageSeconds(duration: Duration, text: String) {
+        // A reduced POLL's wait ends at a moment of the cadence: a helper saw "no fix within 2.827927243 s".
+        #expect(DurationText.seconds(duration) == text)
+    }
 }
