@@ -97,9 +97,11 @@ public enum NMEASynthesizer {
                 var f: [String] = [set.talker + "GSV", String(pages), String(page + 1), two(sats.count)]
                 for sat in sats[(page * 4)..<min(sats.count, page * 4 + 4)] {
                     f.append(two(sat.prn))
-                    f.append(sat.elevation.map { two(Int($0.rounded())) } ?? "")
-                    f.append(sat.azimuth.map { three(Int($0.rounded()) % 360) } ?? "")
-                    f.append(sat.signalToNoise.map { two(Int($0.rounded())) } ?? "")
+                    // What a receiver sent out of range is left empty, an azimuth brought to 000–359 (the fuzzer
+                    // found -3 written as "0-3", which no reader takes).
+                    f.append(whole(sat.elevation, in: -90...90).map(two) ?? "")
+                    f.append(whole(sat.azimuth, in: -3600...3600).map { three(($0 % 360 + 360) % 360) } ?? "")
+                    f.append(whole(sat.signalToNoise, in: 0...99).map(two) ?? "")
                 }
                 if let signal = set.signal { f.append(String(signal, radix: 16, uppercase: true)) }
                 append(f, to: &out)
@@ -184,9 +186,16 @@ public enum NMEASynthesizer {
         return sign + String(units / scale) + (decimals > 0 ? "." + padded(units % scale, decimals) : "")
     }
 
+    /// `value` rounded to a whole number when it lies in `range` (finite), else nil.
+    private static func whole(_ value: Double?, in range: ClosedRange<Double>) -> Int? {
+        guard let value, range.contains(value) else { return nil }
+        return Int(value.rounded())
+    }
+
+    /// `value` with leading zeros to `width` digits, its sign before them (`-03`, never `0-3`).
     private static func padded(_ value: Int, _ width: Int) -> String {
-        let s = String(value)
-        return String(repeating: "0", count: max(0, width - s.count)) + s
+        let s = String(value.magnitude)
+        return (value < 0 ? "-" : "") + String(repeating: "0", count: max(0, width - s.count)) + s
     }
 
     private static func two(_ v: Int) -> String { padded(v, 2) }

@@ -141,4 +141,22 @@ struct NMEASynthesizerTests {
         #expect(text.hasPrefix("$GPGSA,A,3,03,,"), "\(text)")
         #expect(text.contains("$GPGSV,1,1,01,03,40,100,30*"), "\(text)")
     }
+
+    @Test("values out of range are written so that readers take them: azimuth 000–359, the rest empty")
+    func outOfRange() {
+        // The fuzzer (CI 2026-12-03): a satellite decoded with elevation 100, azimuth -3 and SNR -8 was written
+        // `$GAGSV,1,1,01,33,100,0-3,-8`, which our decoder refuses.
+        var fix = Fix(device: nil, mode: .noFix)
+        fix.satellites = [Satellite(prn: 33, constellation: .galileo, elevation: 100, azimuth: -3, signalToNoise: -8),
+                          Satellite(prn: 5, constellation: .gps, elevation: -4, azimuth: 1e300, signalToNoise: .nan)]
+        var out: [UInt8] = []
+        NMEASynthesizer.appendEpoch(fix, satellites: true, to: &out)
+        let text = String(decoding: out, as: UTF8.self)
+        #expect(text.contains("$GAGSV,1,1,01,33,,357,*"), "\(text)")
+        #expect(text.contains("$GPGSV,1,1,01,05,-04,,*"), "\(text)")
+        var decoder = NMEADecoder()
+        decoder.decode(out) { _ in }
+        decoder.finish { _ in }
+        #expect(decoder.statistics.malformedSentences == 0 && decoder.statistics.framing.rejectedSentences == 0, "\(text)")
+    }
 }
