@@ -177,19 +177,18 @@ struct GpsdFrontState {
     /// `nmea`/`raw` watchers, as a receiver without a fix sends them and gpsd passes them on.
     /// - Parameter device: the device path when the fix names no receiver.
     mutating func noFixShapes(of fix: Fix, device fallback: String?, nmea wanted: Bool = false) -> GpsdShapes {
-        if var noFix, noFix.epoch == observed {
-            if wanted, noFix.shapes.nmea.isEmpty, !Self.isAnnounced(fix) {
-                NMEASynthesizer.appendEpoch(fix, satellites: true, to: &noFix.shapes.nmea)
-                self.noFix = noFix
-            }
-            return noFix.shapes
+        var shapes: GpsdShapes
+        if let noFix, noFix.epoch == observed {
+            shapes = noFix.shapes
+        } else {
+            let device = fix.device.flatMap { devicePath(of: $0) } ?? fallback
+            shapes = GpsdShapes()
+            GpsdReports.appendTPV(fix, estimates: estimates, device: device, to: &shapes.tpv)
+            if !Self.isAnnounced(fix) { GpsdReports.appendSKY(fix, dop: estimates.dop, device: device, to: &shapes.sky) }
+            shapes.skyAndTPV = fix.satellitesUpdated ? shapes.sky + shapes.tpv : shapes.tpv
         }
-        let device = fix.device.flatMap { devicePath(of: $0) } ?? fallback
-        var shapes = GpsdShapes()
-        GpsdReports.appendTPV(fix, estimates: estimates, device: device, to: &shapes.tpv)
-        if !Self.isAnnounced(fix) { GpsdReports.appendSKY(fix, dop: estimates.dop, device: device, to: &shapes.sky) }
-        shapes.skyAndTPV = fix.satellitesUpdated ? shapes.sky + shapes.tpv : shapes.tpv
-        if wanted, !Self.isAnnounced(fix) { NMEASynthesizer.appendEpoch(fix, satellites: true, to: &shapes.nmea) }
+        // The sentences once some watcher wants them (none for a no-fix the daemon announced).
+        if wanted, shapes.nmea.isEmpty, !Self.isAnnounced(fix) { NMEASynthesizer.appendEpoch(fix, satellites: true, to: &shapes.nmea) }
         noFix = (observed, shapes)
         return shapes
     }
