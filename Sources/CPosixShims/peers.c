@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #ifndef SO_PEERGROUPS
@@ -127,6 +128,16 @@ int locationd_file_owner(const char *path, uint32_t *uid) {
     return 0;
 }
 
+int locationd_file_status(const char *path, uint64_t *device, uint64_t *inode, uint32_t *uid, uint32_t *mode) {
+    struct stat st;
+    if (stat(path, &st) != 0) return -1;
+    *device = st.st_dev;
+    *inode = st.st_ino;
+    *uid = st.st_uid;
+    *mode = st.st_mode;
+    return 0;
+}
+
 int locationd_pass_credentials(int fd) {
     int on = 1;
     return setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, sizeof on);
@@ -147,4 +158,10 @@ long locationd_receive_with_sender(int fd, void *buffer, size_t length, int32_t 
         }
     }
     return n;
+}
+
+long locationd_read_process_memory(int pid, uint64_t address, void *buffer, size_t length) {
+    struct iovec local = { buffer, length };
+    struct iovec remote = { (void *)(uintptr_t)address, length };
+    return process_vm_readv(pid, &local, 1, &remote, 1, 0);
 }

@@ -19,7 +19,9 @@ public enum GrantSubject: Hashable, Sendable, Codable, CustomStringConvertible {
 
     /// The subject an agent's decision about a client is stored under: the client's uid (from
     /// SO_PEERCRED, as digits — a uid is what the kernel vouches for; a name is only looked up from it)
-    /// together with its executable when known, else its systemd unit, else the uid alone.
+    /// together with its verified executable when known, else its system unit, else the uid alone — so an
+    /// approval for an unverified client (or an interpreter) covers every program of its user, as the agent
+    /// is told (`IdentityStrength`).
     public static func decision(for identity: ClientIdentity) -> GrantSubject {
         let uid = String(identity.uid)
         if let e = identity.executable { return .executable(e, user: uid) }
@@ -30,7 +32,11 @@ public enum GrantSubject: Hashable, Sendable, Codable, CustomStringConvertible {
     /// Whether the grant applies to a client: its program matches, and its user when the subject names one.
     public func matches(_ identity: ClientIdentity) -> Bool {
         switch self {
-        case let .executable(e, user): return identity.executable == e && user.map { Self.isUser($0, identity) } ?? true
+        case let .executable(e, user):
+            // An interpreter's path still finds what was stored for it before interpreters were unverified
+            // (those decisions were made for one user, and already stood for every script of that user).
+            guard identity.executable == e || (user != nil && identity.interpreter == e) else { return false }
+            return user.map { Self.isUser($0, identity) } ?? true
         case let .unit(u, user): return identity.unit == u && user.map { Self.isUser($0, identity) } ?? true
         case .user(let u): return Self.isUser(u, identity)
         }

@@ -1,5 +1,38 @@
 import LocationWire
 
+/// How sure the daemon is of who a client is (ARCHITECTURE.md "Identity strength"; docs/SECURITY.md "Who a
+/// client is"). Shown to agents, in `grants`, `status` and the audit as `description`.
+public enum IdentityStrength: Hashable, Sendable, CustomStringConvertible {
+    /// Every process holding the connection runs in one unit of the system's service manager under
+    /// `system.slice`, which only root creates: `unit` rules match it.
+    case systemUnit
+    /// Every process holding the connection, of any user, runs the same executable, loaded cleanly: only
+    /// root-owned files that group and others cannot write are mapped executable in it, its environment
+    /// carries no loader or interpreter injection, and it is not traced. `executable` rules match it.
+    case verifiedExecutable
+    /// A sandboxed app whose id the kernel vouches for (a snap's AppArmor label, a Flatpak's app id).
+    case sandboxedApp
+    /// Known by its user (and groups) alone: only `user` and `group` rules match it, and an agent's
+    /// approval covers every program of that user. `reason` says why, e.g. "LD_PRELOAD in its environment".
+    case unverified(reason: String)
+
+    /// `system unit`, `verified executable`, `sandboxed app`, `unverified (REASON)`.
+    public var description: String {
+        switch self {
+        case .systemUnit: return "system unit"
+        case .verifiedExecutable: return "verified executable"
+        case .sandboxedApp: return "sandboxed app"
+        case .unverified(let reason): return "unverified (\(reason))"
+        }
+    }
+
+    /// False for `unverified`.
+    public var isVerified: Bool {
+        if case .unverified = self { return false }
+        return true
+    }
+}
+
 /// Who a client is, as the kernel tells it (SO_PEERCRED, /proc/PID/exe, the cgroup's systemd unit).
 /// A name the client declares is never part of it.
 public struct ClientIdentity: Hashable, Sendable, CustomStringConvertible {
@@ -10,15 +43,31 @@ public struct ClientIdentity: Hashable, Sendable, CustomStringConvertible {
     public var user: String?
     /// Names of the groups of `uid` (primary and supplementary).
     public var groups: [String]
-    /// Resolved executable path; nil when it could not be read safely.
+    /// The executable every holder of the connection runs, loaded cleanly (`IdentityStrength.verifiedExecutable`);
+    /// nil when it is not verified, or is an interpreter (then `interpreter`).
     public var executable: String?
-    /// systemd unit (`navit.service`, or a user unit), when the process runs in one.
+    /// The system manager's unit (`navit.service`) every holder runs in; nil when none, or not all the same.
     public var unit: String?
+    /// A unit of the user's own service manager (`navit.service` below `user@UID.service`): named freely by
+    /// the user, so matched only by the advisory `user-unit` rule key.
+    public var userUnit: String?
+    /// The verified executable when it is an interpreter (python, perl, sh, ...): any script of its user can
+    /// run as it, so only rules that say `interpreter = yes` match it by path.
+    public var interpreter: String?
+    /// What /proc/PID/exe names, verified or not: for display only (agents, logs, the audit).
+    public var program: String?
+    /// How the identity was established.
+    public var strength: IdentityStrength
     /// True when the executable was read while a pidfd pinned the process.
     public var verifiedByPidFD: Bool
 
+    /// - Parameters:
+    ///   - program: what to show as the program; `executable ?? interpreter` when nil.
+    ///   - strength: how it was established; when nil, `systemUnit` for a unit, `verifiedExecutable` for an
+    ///     executable or interpreter, else `unverified`.
     public init(pid: Int32, uid: UInt32, gid: UInt32, user: String? = nil, groups: [String] = [], executable: String? = nil,
-                unit: String? = nil, verifiedByPidFD: Bool = false) {
+                unit: String? = nil, userUnit: String? = nil, interpreter: String? = nil, program: String? = nil,
+                strength: IdentityStrength? = nil, verifiedByPidFD: Bool = false) {
         self.pid = pid
         self.uid = uid
         self.gid = gid
@@ -26,11 +75,17 @@ public struct ClientIdentity: Hashable, Sendable, CustomStringConvertible {
         self.groups = groups
         self.executable = executable
         self.unit = unit
+        self.userUnit = userUnit
+        self.interpreter = interpreter
+        self.program = program ?? executable ?? interpreter
+        self.strength = strength ?? (unit != nil ? .systemUnit : executable != nil ? .verifiedExecutable
+            : interpreter != nil ? .unverified(reason: "an interpreter: any script of its user can run as it")
+            : .unverified(reason: "no program identified"))
         self.verifiedByPidFD = verifiedByPidFD
     }
 
     public var description: String {
-        "pid=\(pid) uid=\(uid) exe=\(executable ?? "?") unit=\(unit ?? "-")"
+        "pid=\(pid) uid=\(uid) exe=\(program ?? "?") unit=\(unit ?? userUnit ?? "-") (\(strength))"
     }
 }
 
@@ -89,6 +144,11 @@ public struct ClientRule: Sendable, Hashable {
     public var user: String?
     public var group: String?
     public var unit: String?
+    /// `user-unit =`: a unit of the user's own service manager (advisory: the user names those freely).
+    public var userUnit: String?
+    /// `interpreter = yes`: the rule names an interpreter and accepts that any script of a matching user
+    /// runs as it (without it, a rule naming an interpreter is a config error).
+    public var interpreter: Bool
     public var access: AccessRule
     /// The most precise accuracy the rule allows.
     public var accuracy: AccuracyAuthorization
@@ -100,13 +160,15 @@ public struct ClientRule: Sendable, Hashable {
     public var line: Int
 
     public init(name: String, executable: String? = nil, user: String? = nil, group: String? = nil, unit: String? = nil,
-                access: AccessRule, accuracy: AccuracyAuthorization, purposes: [String: String] = [:], usage: UsageTexts = UsageTexts(),
+                userUnit: String? = nil, interpreter: Bool = false, access: AccessRule, accuracy: AccuracyAuthorization, purposes: [String: String] = [:], usage: UsageTexts = UsageTexts(),
                 line: Int = 0) {
         self.name = name
         self.executable = executable
         self.user = user
         self.group = group
         self.unit = unit
+        self.userUnit = userUnit
+        self.interpreter = interpreter
         self.access = access
         self.accuracy = accuracy
         self.purposes = purposes
@@ -117,10 +179,14 @@ public struct ClientRule: Sendable, Hashable {
     /// Number of keys that match `identity`, or nil when any given key does not (the rule does not apply).
     public func specificity(for identity: ClientIdentity) -> Int? {
         var keys = 0
-        if let e = executable { guard e == identity.executable else { return nil }; keys += 1 }
+        if let e = executable {
+            guard e == identity.executable || (interpreter && e == identity.interpreter) else { return nil }
+            keys += 1
+        }
         if let u = user { guard u == identity.user || u == String(identity.uid) else { return nil }; keys += 1 }
         if let g = group { guard identity.groups.contains(g) else { return nil }; keys += 1 }
         if let u = unit { guard u == identity.unit else { return nil }; keys += 1 }
+        if let u = userUnit { guard u == identity.userUnit else { return nil }; keys += 1 }
         return keys
     }
 }

@@ -90,6 +90,12 @@ public enum FileDescriptorOps {
         return funnel(.stat) { locationd_file_owner(path, &uid) }.map { _ in uid }
     }
 
+    /// stat(2), following links: the device, inode, owner uid and mode (type and permission bits) of the file at `path`.
+    public static func status(ofFileAt path: String) -> Result<(device: UInt64, inode: UInt64, owner: UInt32, mode: UInt32), Errno> {
+        var device: UInt64 = 0, inode: UInt64 = 0, owner: UInt32 = 0, mode: UInt32 = 0
+        return funnel(.stat) { locationd_file_status(path, &device, &inode, &owner, &mode) }.map { _ in (device, inode, owner, mode) }
+    }
+
     /// mkdir(2).
     public static func makeDirectory(_ path: String, mode: mode_t) -> Result<Void, Errno> {
         funnel(.mkdir) { mkdir(path, mode) }.map { _ in () }

@@ -211,11 +211,11 @@ public enum PeerProcess {
     }
 
     /// What /proc/PID/status says of a process's credentials: its `Uid:` fields (real, effective, saved,
-    /// filesystem), its effective gid (`Gid:` field 2) and supplementary groups (`Groups:`); nil when
-    /// the file cannot be read (the process is gone).
-    public static func status(of pid: Int32) -> (uids: [UInt32], gid: UInt32, groups: [UInt32])? {
+    /// filesystem), its effective gid (`Gid:` field 2), supplementary groups (`Groups:`) and the pid of the
+    /// process tracing it (`TracerPid:`, 0 when none); nil when the file cannot be read (the process is gone).
+    public static func status(of pid: Int32) -> (uids: [UInt32], gid: UInt32, groups: [UInt32], tracer: Int32)? {
         guard case .success(let bytes) = FileDescriptorOps.readFile(atPath: "/proc/\(pid)/status", maximumBytes: 1 << 16) else { return nil }
-        var uids: [UInt32] = [], gid: UInt32?, groups: [UInt32] = []
+        var uids: [UInt32] = [], gid: UInt32?, groups: [UInt32] = [], tracer: Int32 = 0
         for line in bytes.split(separator: UInt8(ascii: "\n")) {
             let fields = line.split(whereSeparator: { $0 == 9 || $0 == 32 }).map { String(decoding: $0, as: UTF8.self) }
             guard let key = fields.first else { continue }
@@ -224,10 +224,11 @@ public enum PeerProcess {
             case "Uid:": uids = numbers
             case "Gid:": gid = numbers.count > 1 ? numbers[1] : numbers.first
             case "Groups:": groups = numbers
+            case "TracerPid:": tracer = Int32(truncatingIfNeeded: numbers.first ?? 0)
             default: continue
             }
         }
         guard !uids.isEmpty, let gid else { return nil }
-        return (uids, gid, groups)
+        return (uids, gid, groups, tracer)
     }
 }

@@ -86,10 +86,10 @@ enum AdminService {
                 // When it ends as the wall clock reads now: the lifetime runs on the monotonic clock.
                 let ends = now.wall + (grant.ends - now.monotonic).inSeconds
                 return ServerMessage.Grants.OneTime(
-                    pid: Int(client.identity.pid), uid: Int(client.identity.uid), executable: client.identity.executable,
-                    unit: client.identity.unit,
+                    pid: Int(client.identity.pid), uid: Int(client.identity.uid), executable: client.identity.program,
+                    unit: client.identity.unit ?? client.identity.userUnit,
                     accuracy: client.session.temporaryFullAccuracy != nil ? .full : grant.accuracy,
-                    granted: time(grant.granted), expires: time(ends))
+                    granted: time(grant.granted), expires: time(ends), identified: client.identity.strength.description)
             })
     }
 }

@@ -118,8 +118,10 @@ struct AgentBroker: Sendable {
     ///   - timeout: seconds the agents have to answer.
     static func askMessage(_ ask: PendingAsk, identity: ClientIdentity, name: String?, timeout: Double) -> [UInt8] {
         let client = ClientDescription(pid: Int(identity.pid), uid: Int(identity.uid), user: identity.user,
-                                       executable: AuditText.bounded(identity.executable), unit: AuditText.bounded(identity.unit),
-                                       name: AuditText.bounded(name, bytes: DisplayText.maximumNameBytes))
+                                       executable: AuditText.bounded(identity.program),
+                                       unit: AuditText.bounded(identity.unit ?? identity.userUnit),
+                                       name: AuditText.bounded(name, bytes: DisplayText.maximumNameBytes),
+                                       identified: AuditText.bounded(Optional(identity.strength.description)))
         var request: String, purposeKey: String? = nil
         switch ask.question.subject {
         case .authorization(let kind): request = kind.rawValue

@@ -68,7 +68,7 @@ public struct DaemonConfiguration: Sendable {
     static let daemonKeys: Set<String> = ["socket", "state-directory", "admin-group", "log-level", "max-clients", "max-clients-per-user",
                                              "client-timeout", "gpsd-listen", "share-group", "nmea-socket"]
     static let policyKeys: Set<String> = ["access", "accuracy", "once-lifetime", "ask-timeout", "reduced-grid", "reduced-interval"]
-    static let clientKeys: Set<String> = ["executable", "user", "group", "unit", "access", "accuracy"]
+    static let clientKeys: Set<String> = ["executable", "user", "group", "unit", "user-unit", "interpreter", "access", "accuracy"]
 
     /// Loads `path` and the drop-ins of `dropInDirectory`, validating every section and key.
     /// - Throws: `ConfigFileError` with file, line and key for the first problem.
@@ -218,7 +218,21 @@ public struct DaemonConfiguration: Sendable {
                         rule.executable = FileDescriptorOps.resolvedPath(e.value) ?? e.value
                     case "user": rule.user = e.value
                     case "group": rule.group = e.value
-                    case "unit": rule.unit = e.value
+                    case "unit":
+                        // The system manager's units only: below user@UID.service the user names units freely.
+                        guard !e.value.contains("/"), !e.value.hasPrefix("user@") else {
+                            throw fail(e, "unit = names a unit of the system's service manager; for a unit of a user's own manager give user-unit = (advisory: the user chooses its name)")
+                        }
+                        rule.unit = e.value
+                    case "user-unit":
+                        guard !e.value.isEmpty, !e.value.contains("/") else { throw fail(e, "'\(e.value)' is not a unit name") }
+                        rule.userUnit = e.value
+                    case "interpreter":
+                        switch e.value.lowercased() {
+                        case "yes", "true", "on", "1": rule.interpreter = true
+                        case "no", "false", "off", "0": rule.interpreter = false
+                        default: throw fail(e, "'\(e.value)' is not yes or no")
+                        }
                     case "access":
                         guard let a = AccessRule(rawValue: e.value) else { throw fail(e, "'\(e.value)' is not deny, ask, once or always") }
                         rule.access = a
@@ -230,9 +244,14 @@ public struct DaemonConfiguration: Sendable {
                     }
                 }
                 guard let first = sorted.first else { continue }
-                guard rule.executable != nil || rule.user != nil || rule.group != nil || rule.unit != nil else {
+                guard rule.executable != nil || rule.user != nil || rule.group != nil || rule.unit != nil || rule.userUnit != nil else {
                     throw ConfigFileError(file: first.file, line: first.line, key: nil,
-                                          message: "[client \(name)] matches nothing: give executable, user, group or unit")
+                                          message: "[client \(name)] matches nothing: give executable, user, group, unit or user-unit")
+                }
+                if let executable = rule.executable, ProcessLoad.isInterpreter(executable), !rule.interpreter,
+                   let e = sorted.first(where: { $0.key == "executable" }) {
+                    throw fail(e, "\(executable) is an interpreter: any script of a matching user runs as it, so it names no program; "
+                               + "match a user or group instead, or add interpreter = yes to accept that")
                 }
                 guard sawAccess else {
                     throw ConfigFileError(file: first.file, line: first.line, key: "access", message: "missing in [client \(name)]")

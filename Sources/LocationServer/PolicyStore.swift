@@ -88,7 +88,8 @@ public final class PolicyStore: Sendable {
             Self.noteAudit(files.audit.append(Self.line(event, at: wall), to: bucket), files: files, log: log)
             let identity = event.identity
             log.info("policy \(event.event)", ["client.pid": String(identity.pid), "client.uid": String(identity.uid),
-                                               "client.exe": AuditText.bounded(identity.executable) ?? "?",
+                                               "client.exe": AuditText.bounded(identity.program) ?? "?",
+                                               "client.identified": AuditText.bounded(Optional(identity.strength.description)) ?? "?",
                                                "request": AuditText.bounded(event.request) ?? "-",
                                                "status": event.status ?? "-", "accuracy": event.accuracy ?? "-",
                                                "reason": event.reason])
@@ -149,9 +150,10 @@ public final class PolicyStore: Sendable {
         client.integer("pid", Int(event.identity.pid))
         client.integer("uid", Int(event.identity.uid))
         client.string("user", AuditText.bounded(event.identity.user))
-        client.string("exe", AuditText.bounded(event.identity.executable))
-        client.string("unit", AuditText.bounded(event.identity.unit))
+        client.string("exe", AuditText.bounded(event.identity.program))
+        client.string("unit", AuditText.bounded(event.identity.unit ?? event.identity.userUnit))
         client.string("name", AuditText.bounded(event.name, bytes: DisplayText.maximumNameBytes))
+        client.string("identified", AuditText.bounded(Optional(event.identity.strength.description)))
         m.object("client", client)
         m.string("request", AuditText.bounded(event.request))
         m.string("status", event.status)

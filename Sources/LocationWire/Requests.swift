@@ -8,7 +8,9 @@ public enum ProtocolVersion {
     /// in `AUTHORIZATION` and in `GRANTS`' `preapproved[]` entries (with `decidedBy`).
     /// 4: When In Use: `AUTHORIZE`/`GRANT` kind `whenInUse` (and `always` for `persistent`), status
     /// `authorizedWhenInUse`, `AUTHORIZATION.inUse`, `ASK.upgrade`, `GRANTS`' `whenInUse`.
-    public static let minor = 4
+    /// 5: `identified` in a client's description (`ASK.client`, `AUDIT` events, `GRANTS`' `once[]`): how
+    /// sure the daemon is of who the client is.
+    public static let minor = 5
     /// The largest request line accepted, bytes (newline excluded).
     public static let maximumRequestLength = 16 * 1024
     /// The largest WATCH `minInterval`, seconds (one day): longer waits are a POLL's or a reconnection's.

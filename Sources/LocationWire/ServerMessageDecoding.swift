@@ -132,7 +132,7 @@ extension ServerMessage.Grants {
             once: try m.objects("once").map { o throws(ServerMessageError) in
                 OneTime(pid: try o.integer("pid"), uid: try o.integer("uid"), executable: try o.string("exe"),
                         unit: try o.string("unit"), accuracy: try o.accuracy(), granted: try o.time("granted"),
-                        expires: try o.time("expires"))
+                        expires: try o.time("expires"), identified: try o.string("identified"))
             },
             effective: try m.object("effective").map { e throws(ServerMessageError) in
                 Effective(accuracy: try e.accuracy(), reason: try e.string("reason"))
@@ -150,7 +150,8 @@ extension ServerMessage.Grants {
 extension ClientDescription {
     init(_ m: MemberReader) throws(ServerMessageError) {
         self.init(pid: try m.integer("pid"), uid: try m.integer("uid"), user: try m.string("user"),
-                  executable: try m.string("exe"), unit: try m.string("unit"), name: try m.string("name"))
+                  executable: try m.string("exe"), unit: try m.string("unit"), name: try m.string("name"),
+                  identified: try m.string("identified"))
     }
 }
 

@@ -100,10 +100,14 @@ extension ServerMessage {
             public var granted: UTCTime?
             /// When it ends at the latest (the daemon's `once-lifetime`), UTC (`expires`).
             public var expires: UTCTime?
+            /// How the client was identified (`identified`; `ClientDescription.identified`).
+            public var identified: String?
 
             /// Makes the value; each parameter is the property of the same name (units there).
             public init(pid: Int? = nil, uid: Int? = nil, executable: String? = nil, unit: String? = nil,
-                        accuracy: AccuracyAuthorization? = nil, granted: UTCTime? = nil, expires: UTCTime? = nil) {
+                        accuracy: AccuracyAuthorization? = nil, granted: UTCTime? = nil, expires: UTCTime? = nil,
+                        identified: String? = nil) {
+                self.identified = identified
                 self.pid = pid
                 self.uid = uid
                 self.executable = executable
@@ -121,6 +125,7 @@ extension ServerMessage {
                 w.field("accuracy", accuracy?.rawValue)
                 w.field("granted", granted)
                 w.field("expires", expires)
+                w.field("identified", identified)
             }
         }
 

@@ -214,10 +214,15 @@ public struct ClientDescription: Hashable, Sendable {
     public var unit: String?
     /// The name declared in `AUTHORIZE`, display text only, not verified (`name`).
     public var name: String?
+    /// How the daemon identified it (`identified`, protocol 1.5): `system unit`, `verified executable`,
+    /// `sandboxed app` or `unverified (REASON)`; for an unverified client `exe` is only what the kernel
+    /// names, and rules and approvals apply to its user as a whole.
+    public var identified: String?
 
     /// Makes a description; every value is optional, as on the wire.
     public init(pid: Int? = nil, uid: Int? = nil, user: String? = nil, executable: String? = nil,
-                unit: String? = nil, name: String? = nil) {
+                unit: String? = nil, name: String? = nil, identified: String? = nil) {
+        self.identified = identified
         self.pid = pid
         self.uid = uid
         self.user = user
@@ -234,6 +239,7 @@ public struct ClientDescription: Hashable, Sendable {
         w.field("exe", executable)
         w.field("unit", unit)
         w.field("name", self.name)
+        w.field("identified", identified)
         w.endObject()
     }
 }

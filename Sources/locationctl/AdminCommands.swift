@@ -315,10 +315,12 @@ enum AuditCommand {
         return renderTable(rows)
     }
 
-    /// `/usr/bin/navit (alice)`, `navit.service (alice)`, `pid 42 (uid 1000)`.
+    /// `/usr/bin/navit (alice)`, `navit.service (alice)`, `pid 42 (uid 1000)`; `/usr/bin/sleep, unverified (bob)`
+    /// when the daemon could not verify the program (`identified`).
     static func describe(_ client: ClientDescription?) -> String {
         guard let client else { return "-" }
-        let program = client.executable ?? client.unit ?? client.pid.map { "pid \($0)" } ?? "?"
+        var program = client.executable ?? client.unit ?? client.pid.map { "pid \($0)" } ?? "?"
+        if client.identified?.hasPrefix("unverified") == true { program += ", unverified" }
         if let user = client.user { return "\(program) (\(user))" }
         if let uid = client.uid { return "\(program) (uid \(uid))" }
         return program

@@ -217,6 +217,7 @@ enum AgentCommand {
     ///       program:  /usr/bin/navit, declared name "My Navigator"
     ///       user:     alice (uid 1000), pid 4242
     ///       unit:     navit.service
+    ///       identity: verified executable
     static func describe(_ question: AgentQuestion) -> String {
         var what: String
         switch question.request {
@@ -244,7 +245,13 @@ enum AgentCommand {
         if let pid = client.pid { user += ", pid \(pid)" }
         text += "  user:     \(user)\n"
         if let unit = client.unit { text += "  unit:     \(DisplayText.escaped(unit))\n" }
-        if client.executable == nil, client.unit == nil, question.request != "temporaryFullAccuracy" {
+        if let identified = client.identified {
+            text += "  identity: \(DisplayText.escaped(identified))\n"
+        }
+        if let identified = client.identified, identified.hasPrefix("unverified"), question.request != "temporaryFullAccuracy" {
+            // The daemon cannot tell which program speaks: a decision is stored for the user alone.
+            text += "  note:     the program is not verified: \"always\", \"standing\" or \"deny\" applies to every program of this user\n"
+        } else if client.executable == nil, client.unit == nil, question.request != "temporaryFullAccuracy" {
             // A decision is stored for the user and program together; with no program known, for the user.
             text += "  note:     no program is known: \"always\", \"standing\" or \"deny\" applies to every program of this user\n"
         }

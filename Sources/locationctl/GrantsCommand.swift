@@ -61,6 +61,7 @@ enum GrantsCommand {
             var details: [String] = []
             if let pid = grant.pid { details.append("pid \(pid)") }
             if let uid = grant.uid { details.append("uid \(uid)") }
+            if let identified = grant.identified { details.append(identified) }
             if !details.isEmpty { client += " (\(details.joined(separator: ", ")))" }
             rows.append(["once, live", client, grant.accuracy?.rawValue ?? "-", humanTime(grant.granted),
                          humanTime(grant.expires), "-"])

@@ -93,7 +93,7 @@ struct PeerPinningTests {
         #expect(run.status == 0)
         let server = try Self.acceptOne(listener)
         defer { FileDescriptorOps.close(server) }
-        #expect(throws: Errno.noSuchProcess) { try ClientIdentity.ofPeer(socket: server, kernelPidFD: kernelPidFD) }
+        #expect(throws: PeerRefusal.exited) { try ClientIdentity.ofPeer(socket: server, kernelPidFD: kernelPidFD) }
     }
 }
 

@@ -8,16 +8,16 @@ struct PendingIdentificationsTests {
     /// What the queued identifications did, in the order they ran (the test runs them on its own thread).
     final class Ran: @unchecked Sendable {
         var labels: [String] = []
-        func work(_ label: String) -> PendingIdentifications.Work { { self.labels.append(label) } }
+        func work(_ label: String) -> @Sendable () -> Void { { self.labels.append(label) } }
     }
 
-    static func drain(_ queue: inout PendingIdentifications) {
+    static func drain(_ queue: inout PendingIdentifications<@Sendable () -> Void>) {
         while let work = queue.next() { work() }
     }
 
     @Test("users take turns: a flood of one user's connections does not hold back another's")
     func turns() {
-        var queue = PendingIdentifications(perUser: 64, total: 1024)
+        var queue = PendingIdentifications<@Sendable () -> Void>(perUser: 64, total: 1024)
         let ran = Ran()
         var queued: [Bool] = []
         for i in 0..<5 { queued.append(queue.enqueue(1000, ran.work("a\(i)"))) }
@@ -33,7 +33,7 @@ struct PendingIdentificationsTests {
 
     @Test("bounds: per user and in all; root is never refused, and waits its turn")
     func bounds() {
-        var queue = PendingIdentifications(perUser: 3, total: 5)
+        var queue = PendingIdentifications<@Sendable () -> Void>(perUser: 3, total: 5)
         let ran = Ran()
         let first = (0..<4).map { queue.enqueue(1000, ran.work("a\($0)")) }
         let second = (0..<3).map { queue.enqueue(1001, ran.work("b\($0)")) }

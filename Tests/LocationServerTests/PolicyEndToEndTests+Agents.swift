@@ -104,7 +104,9 @@ extension PolicyEndToEndTests {
             guard case .object(let m) = item else { return nil }
             return "\(m["executable"]?.string ?? "-") \(m["user"]?.string ?? "-") \(m["allowed"] == .bool(true) ? "allowed" : "denied")"
         }
-        #expect(listed.sorted() == ["\(python) 0 allowed", "\(python) 65534 denied"])
+        // python is an interpreter: its identity is unverified, and each decision covers its user's every program.
+        #expect(listed.sorted() == ["- 0 allowed", "- 65534 denied"])
+        #expect(rootClient["identified"]?.string?.hasPrefix("unverified (an interpreter") == true, "\(rootClient)")
     }
 
     @Test("a grant that expires ends a live stream when it expires, though the fan-out caches authorization")

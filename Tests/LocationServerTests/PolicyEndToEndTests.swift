@@ -166,6 +166,7 @@ struct PolicyEndToEndTests {
         return (python, config(policy: "access = ask", clients: """
             [client python]
             executable = \(python)
+            interpreter = yes
             access = always
             accuracy = full
             """, rate: "max", capture: capture))

@@ -76,7 +76,11 @@ struct TCPPeerTests {
         #expect(identity.uid == 65534)
         #expect(identity.gid == 65534)
         #expect(identity.pid == client.pid)
-        #expect(identity.executable == Self.realPath("/usr/bin/python3"))
+        // python is an interpreter: named for `interpreter = yes` rules only, and its identity unverified.
+        #expect(identity.interpreter == Self.realPath("/usr/bin/python3"))
+        #expect(identity.executable == nil)
+        #expect(identity.program == Self.realPath("/usr/bin/python3"))
+        #expect(!identity.strength.isVerified)
         #expect(identity.verifiedByPidFD)
     }
 

@@ -97,6 +97,10 @@ long locationd_receive_with_sender(int fd, void *buffer, size_t length, int32_t 
 
 /// stat(2), following links: the owner uid of the file at `path`. 0, or -1 with errno.
 int locationd_file_owner(const char *path, uint32_t *uid);
+/* process_vm_readv(2) of one range of another process's memory (needs ptrace attach access). */
+long locationd_read_process_memory(int pid, uint64_t address, void *buffer, size_t length);
+/* stat(2), following links: device, inode, owner uid and mode (type and permission bits). */
+int locationd_file_status(const char *path, uint64_t *device, uint64_t *inode, uint32_t *uid, uint32_t *mode);
 
 /// Under ThreadSanitizer, `__tsan_acquire(address)` / `__tsan_release(address)`: tell it that the
 /// critical section of the lock at `address` begins / ends, so that two of them are ordered even when

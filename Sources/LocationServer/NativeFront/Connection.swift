@@ -33,9 +33,14 @@ struct Connection {
     /// The native client's `WATCH` asked for `satellites`: a `SKY` follows each full-accuracy report.
     var wantsSatellites = false
 
-    init(fd: Int32, identity: ClientIdentity, front: Front = .native, now: ContinuousClock.Instant) {
+    /// The inode of the socket at the other end, whose holders are checked again while it lives (`HolderRecheck`).
+    var peerInode: UInt64? { handles.peerInode }
+    /// The front it came through.
+    var front: Front { handles.front }
+
+    init(fd: Int32, identity: ClientIdentity, front: Front = .native, peerInode: UInt64? = nil, now: ContinuousClock.Instant) {
         self.fd = fd
-        self.handles = Handles(identity: identity)
+        self.handles = Handles(identity: identity, front: front, peerInode: peerInode)
         switch front {
         case .native: gpsd = nil
         case .gpsd: gpsd = GpsdSession()
@@ -50,10 +55,12 @@ struct Connection {
     func context(_ id: Int, reason: String? = nil) -> KeyValuePairs<String, String> {
         guard let reason else {
             return ["client.id": String(id), "client.pid": String(identity.pid), "client.uid": String(identity.uid),
-                    "client.exe": identity.executable ?? "?", "client.unit": identity.unit ?? "-"]
+                    "client.exe": identity.program ?? "?", "client.unit": identity.unit ?? identity.userUnit ?? "-",
+                    "client.identified": identity.strength.description]
         }
         return ["client.id": String(id), "client.pid": String(identity.pid), "client.uid": String(identity.uid),
-                "client.exe": identity.executable ?? "?", "client.unit": identity.unit ?? "-", "reason": reason]
+                "client.exe": identity.program ?? "?", "client.unit": identity.unit ?? identity.userUnit ?? "-",
+                "client.identified": identity.strength.description, "reason": reason]
     }
 
     /// The stuck-reader sweep's look at this client: whether it read nothing for `timeout` while messages
@@ -85,8 +92,14 @@ extension Connection {
     /// A connection's out-of-line part.
     final class Handles: Sendable {
         let identity: ClientIdentity
+        let front: Front
+        let peerInode: UInt64?
 
-        init(identity: ClientIdentity) { self.identity = identity }
+        init(identity: ClientIdentity, front: Front, peerInode: UInt64?) {
+            self.identity = identity
+            self.front = front
+            self.peerInode = peerInode
+        }
     }
 }
 

@@ -240,6 +240,12 @@ public final class NativeFront: Sendable {
             }
         case .watchLoginSessions:
             identityQueue.async { [weak self] in self?.watchLoginSessions() }
+        case .recheckHolders(let checks):
+            identityQueue.async { [weak self] in
+                let results = HolderRecheck.run(checks)
+                guard let self else { return }
+                self.queue.async { self.post(.holdersChecked(results)) }
+            }
         case let .readAudit(reply, since, cursor, limit):
             store.readAudit(since: since, cursor: cursor, limit: limit) { [weak self] page in
                 guard let self else { return }
@@ -263,7 +269,7 @@ public final class NativeFront: Sendable {
             switch socket.accept() {
             case .success(let fd):
                 let uid = try? PeerCredentials(socket: fd).uid
-                waitForIdentity(fd, uid: uid, listener: which, front: front) { [weak self] in self?.identify(fd, front: front) }
+                waitForIdentity(PendingConnection(fd: fd, uid: uid, front: front, owner: nil), listener: which)
             case .failure(.wouldBlock):
                 return
             case .failure(let e):
@@ -281,10 +287,8 @@ public final class NativeFront: Sendable {
         while true {
             switch gpsdListeners[index].accept() {
             case .success(let fd):
-                let owner = Result { () throws(TCPPeerRefusal) in try ClientIdentity.tcpPeerOwner(socket: fd) }
-                waitForIdentity(fd, uid: try? owner.get().uid, listener: .gpsd(index), front: .gpsd) { [weak self] in
-                    self?.identifyGpsd(fd, owner: owner)
-                }
+                let owner = Result { () throws(PeerRefusal) in try ClientIdentity.tcpPeerOwner(socket: fd) }
+                waitForIdentity(PendingConnection(fd: fd, uid: try? owner.get().uid, front: .gpsd, owner: owner), listener: .gpsd(index))
             case .failure(.wouldBlock):
                 return
             case .failure(let e):
@@ -294,45 +298,21 @@ public final class NativeFront: Sendable {
         }
     }
 
-    /// Queues the identification of connection `fd` of `uid` in its user's turn (`PendingIdentifications`),
-    /// or refuses the connection when its user opens connections too fast (`UserConnectionRate`) or has
-    /// too many waiting.
-    private func waitForIdentity(_ fd: Int32, uid: UInt32?, listener: ServerState.Listener, front: Front,
-                                 _ work: @escaping PendingIdentifications.Work) {
+    /// Queues the identification of `connection` in its user's turn (`PendingIdentifications`), or refuses
+    /// it when its user opens connections too fast (`UserConnectionRate`) or has too many waiting.
+    private func waitForIdentity(_ connection: PendingConnection, listener: ServerState.Listener) {
         var refusal: String?
         withState { s, now in
             s.acceptSucceeded(listener)
-            if !s.connectionRate.admit(uid, now: now.sinceOrigin) {
+            if !s.connectionRate.admit(connection.uid, now: now.sinceOrigin) {
                 refusal = "too many new connections of this user (\(s.limits.newConnectionsPerSecondPerUser) a second); try again later"
-            } else if !s.pending.enqueue(uid, work) {
+            } else if !s.pending.enqueue(connection.uid, connection) {
                 refusal = "too many connections of this user waiting to be identified; try again"
             }
         }
-        if let refusal { return refuseUnidentified(fd, uid: uid, front: front, why: refusal) }
-        // One run per queued connection; each runs whichever connection's turn it is then.
-        identityQueue.async { [weak self] in
-            var next: PendingIdentifications.Work?
-            self?.withState { next = $0.pending.next() }
-            next?()
-        }
-    }
-
-    /// A gpsd client's identity from the kernel; one that cannot be identified (not on loopback, no
-    /// process found, ambiguous) is closed without a byte.
-    private func identifyGpsd(_ fd: Int32, owner: Result<(uid: UInt32, inode: UInt64), TCPPeerRefusal>) {
-        let identity: ClientIdentity
-        do {
-            identity = try ClientIdentity.ofTCPPeer(socket: fd, owner: owner.get())
-        } catch {
-            log.client(.warning, "gpsd client refused: not identified", uid: nil, ["reason": error.description])
-            FileDescriptorOps.close(fd)
-            return
-        }
-        let inUse = logins.isInUse(identity.uid)
-        withState { s, now in
-            s.noteUsers([(uid: identity.uid, inUse: inUse)], at: now)
-            _ = s.admit(fd, identity: identity, front: .gpsd, at: now)
-        }
+        if let refusal { return refuseUnidentified(connection.fd, uid: connection.uid, front: connection.front, why: refusal) }
+        // One run per queued connection; each identifies whatever is waiting then, in one batch.
+        identityQueue.async { [weak self] in self?.identifyWaiting() }
     }
 
     /// A connection past its user's connection rate or `PendingIdentifications`' bounds: told `why` (the
@@ -345,39 +325,31 @@ public final class NativeFront: Sendable {
         log.client(.warning, "client refused", uid: uid, ["client.uid": uid.map(String.init) ?? "?", "reason": why])
     }
 
-    /// Reads a new client's identity from the kernel (off the fan-out queue), then admits it.
-    /// - Parameter front: `.native` or `.nmea` (both Unix sockets).
-    private func identify(_ fd: Int32, front: Front) {
-        // A client that connected and closed while it waited for its turn is not worth a look through
-        // /proc (connect-and-close churn: each identification lists the user's processes).
-        if PeerProcess.hasLeft(fd) {
-            FileDescriptorOps.close(fd)
-            return
+    /// Identifies the connections waiting (on the identity queue, off the fan-out), a batch at a time in their
+    /// users' turns: one pass over /proc finds the holders of all of them (`IdentificationBatch`), then each is
+    /// admitted, or refused with the reason.
+    private func identifyWaiting() {
+        var waiting: [PendingConnection] = []
+        withState { waiting = $0.pending.next(upTo: IdentificationBatch.limit) }
+        guard !waiting.isEmpty else { return }
+        let outcomes = IdentificationBatch.identify(waiting)
+        // Whether each user is at the machine, asked here, off the fan-out queue (When In Use).
+        var inUse: [UInt32: Bool] = [:]
+        for case .identified(_, let identity, _) in outcomes where inUse[identity.uid] == nil {
+            inUse[identity.uid] = logins.isInUse(identity.uid)
         }
-        _ = PeerProcess.passCredentials(fd)
-        let identity: ClientIdentity
-        do {
-            identity = try ClientIdentity.ofPeer(socket: fd)
-        } catch {
-            if error == .noSuchProcess {
-                // The program that connected is gone (it exited, leaving the socket to another process,
-                // e.g. a child): nobody can be identified, so nobody is served.
-                log.client(.warning, "client refused: the connecting process exited before it was identified", uid: nil)
-                if front == .native {
-                    let refusal = ServerMessage.error(request: "?", message: "the connecting process exited before it could be identified")
-                    _ = refusal.withUnsafeBytes { sendNoSignal(fd, $0) }
-                }
-            } else {
-                log.client(.warning, "client refused: no peer credentials", uid: nil, ["errno": error.description])
-            }
-            FileDescriptorOps.close(fd)
-            return
-        }
-        // Whether its user is at the machine, asked here, off the fan-out queue (When In Use).
-        let inUse = logins.isInUse(identity.uid)
         withState { s, now in
-            s.noteUsers([(uid: identity.uid, inUse: inUse)], at: now)
-            _ = s.admit(fd, identity: identity, front: front, at: now)
+            s.noteUsers(inUse.sorted { $0.key < $1.key }.map { (uid: $0.key, inUse: $0.value) }, at: now)
+            for outcome in outcomes {
+                switch outcome {
+                case let .identified(connection, identity, peerInode):
+                    _ = s.admit(connection.fd, identity: identity, front: connection.front, peerInode: peerInode, at: now)
+                case .left(let connection):
+                    FileDescriptorOps.close(connection.fd)
+                case let .refused(connection, refusal):
+                    s.refuseUnidentified(connection, refusal)
+                }
+            }
         }
     }
 }

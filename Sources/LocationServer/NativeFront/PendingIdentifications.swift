@@ -9,15 +9,16 @@
 /// Each waiting connection holds a descriptor, so they are bounded too: per user, as many as that user
 /// may hold clients (`ServerLimits.clientsPerUser`), and in all, `maxClients`; the next is refused.
 /// Root's connections are never refused, and wait their turn like any other user's.
-struct PendingIdentifications {
-    /// One connection's identification, run on the identity queue.
-    typealias Work = @Sendable () -> Void
+///
+/// The identity queue takes them in batches (`next(upTo:)`), in the same order: one pass over /proc finds the
+/// holders of every connection of the batch (`PeerProcess.scanHolders`).
+struct PendingIdentifications<Item> {
 
     /// Connections of one user that may wait at once.
     let perUser: Int
     /// Connections of all users that may wait at once.
     let total: Int
-    private var waiting: [UInt32: [Work]] = [:]
+    private var waiting: [UInt32: [Item]] = [:]
     /// The users with connections waiting, in the order they are served next.
     private var turns: [UInt32] = []
     /// Connections waiting, all users together.
@@ -30,7 +31,7 @@ struct PendingIdentifications {
 
     /// Queues `work`, the identification of a connection of `uid` (nil: unknown, all such counted
     /// together); false when it may not wait (over the bounds), and `work` is dropped.
-    mutating func enqueue(_ uid: UInt32?, _ work: @escaping Work) -> Bool {
+    mutating func enqueue(_ uid: UInt32?, _ work: Item) -> Bool {
         let key = uid ?? .max
         if key != 0 {
             guard count < total, waiting[key, default: []].count < perUser else { return false }
@@ -42,7 +43,7 @@ struct PendingIdentifications {
     }
 
     /// The next identification to run: the oldest of the user whose turn it is, who then goes to the back.
-    mutating func next() -> Work? {
+    mutating func next() -> Item? {
         guard !turns.isEmpty else { return nil }
         let key = turns.removeFirst()
         guard var queue = waiting.removeValue(forKey: key), !queue.isEmpty else { return nil }
@@ -53,5 +54,12 @@ struct PendingIdentifications {
         }
         count -= 1
         return work
+    }
+
+    /// The next `limit` identifications at most, in the order `next()` gives them.
+    mutating func next(upTo limit: Int) -> [Item] {
+        var batch: [Item] = []
+        while batch.count < limit, let item = next() { batch.append(item) }
+        return batch
     }
 }

@@ -23,6 +23,8 @@ extension ServerState {
         }
         // The NMEA socket asks nothing and is answered nothing: what it sends is read and dropped.
         guard !session.isNMEASocket else { return }
+        // Any holder of a TCP connection may write requests: each is a reason to look at the holders again.
+        checkHolders()
         let reports = context.receivers.receiverReports()
         // The receivers' state (which one runs, since when, whether it sends) only to a client that may see
         // the full location now, as STATUS on the native front: it tells when fixes come and go.

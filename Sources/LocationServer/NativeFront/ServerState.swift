@@ -25,6 +25,8 @@ enum Effect: Sendable {
     case readAudit(reply: Int, since: Double?, cursor: AuditCursor?, limit: Int?)
     /// Start asking logind about users' login sessions (`watchLoginSessionsIfNeeded`).
     case watchLoginSessions
+    /// Look again at who holds these connections (`HolderRecheck`); then `holdersChecked`.
+    case recheckHolders([HolderCheck])
 }
 
 /// Timers and completions coming back to the state.
@@ -45,6 +47,8 @@ enum ServerEvent: Sendable {
     /// GRANTS with `extra`'s `effective` (GRANT) and `revoked` (REVOKE) added.
     case grantsSaved(admin: Int?, request: String, error: Errno?, extra: ServerMessage.Grants)
     case auditRead(admin: Int, page: AuditPage)
+    /// A re-check of connections' holders came back (`recheckHolders`).
+    case holdersChecked([HolderCheckResult])
 }
 
 /// Everything the native front mutates, as one value owned by one lock (`Locked`) in `NativeFront`: the
@@ -64,7 +68,9 @@ struct ServerState {
     /// The listening socket's source and its back-off.
     var accepting = AcceptThrottle()
     /// Connections of both fronts accepted and waiting, in turn per user, to be identified.
-    var pending: PendingIdentifications
+    var pending: PendingIdentifications<PendingConnection>
+    /// A re-check of the holders is under way (`ServerState+Holders`), and whether another was asked meanwhile.
+    var holderCheck = (running: false, wanted: false)
     /// Connections per user, for `maxClientsPerUser`.
     private var connectionsPerUser: [UInt32: Int] = [:]
 
@@ -100,10 +106,11 @@ struct ServerState {
     /// full or stopping. Returns its id, or nil when refused (the socket is closed).
     /// - Parameter front: `.gpsd`: greeted with gpsd's VERSION, speaks gpsd's protocol; `.nmea`: greeted with
     ///   nothing, gets NMEA sentences from now on as far as the policy lets it (`nmeaSocketConnected`).
-    mutating func admit(_ fd: Int32, identity: ClientIdentity, front: Front = .native, at now: Moment) -> Int? {
+    /// - Parameter peerInode: the inode of the socket at its other end, for `HolderRecheck`.
+    mutating func admit(_ fd: Int32, identity: ClientIdentity, front: Front = .native, peerInode: UInt64? = nil, at now: Moment) -> Int? {
         let id = nextID
         nextID += 1
-        var connection = Connection(fd: fd, identity: identity, front: front, now: now.monotonic)
+        var connection = Connection(fd: fd, identity: identity, front: front, peerInode: peerInode, now: now.monotonic)
         if let why = refusal(of: identity) {
             let refusal = front.refusal(why)
             if !refusal.isEmpty { _ = try? connection.output.send(refusal, isLocation: false, on: fd) }
@@ -324,6 +331,7 @@ struct ServerState {
             checkOnceExpiries(at: now)
         case .sweep:
             sweepStuckClients(now: now.monotonic)
+            checkHolders()
             // The ask timeouts' own timers are libdispatch's; the poller's tick is the backstop (under libfaketime's
             // clock steps a timer armed after a step fired 13 s late: Scripts/faults "clock").
             for ask in broker.overdue(now: now.monotonic, timeout: .seconds(publisher.policy.rules.defaults.askTimeout)) {
@@ -347,6 +355,8 @@ struct ServerState {
                 grants.revoked = extra.revoked
                 send(admin, ServerMessage.grants(grants).encoded())
             }
+        case .holdersChecked(let results):
+            holdersChecked(results)
         case let .auditRead(admin, page):
             var m = JSONMembers()
             m.rawArray("events", page.lines)

@@ -11,31 +11,56 @@ import LocationPosix
 /// against the file at that path, so a path seen in another mount namespace cannot either) and the
 /// systemd unit from /proc/PID/cgroup.
 extension ClientIdentity {
-    /// Reads the identity of the peer of a connected Unix socket.
+    /// Reads the identity of the peer of a connected Unix socket, looking for its holders in a pass of its own
+    /// (`PeerProcess.scanHolders`); the front identifies in batches with `ofPeer(socket:scan:cache:)`.
+    /// - Parameter kernelPidFD: false to take the pidfd_open path even where SO_PEERPIDFD works (tests).
+    /// - Throws: `PeerRefusal` (see `ofPeer(socket:scan:cache:kernelPidFD:)`).
+    public static func ofPeer(socket fd: Int32, kernelPidFD: Bool = true) throws(PeerRefusal) -> ClientIdentity {
+        let inode = PeerProcess.unixPeerInode(of: fd)
+        let scan = PeerProcess.scanHolders(of: inode.map { [$0] } ?? [])
+        var cache = HolderCache()
+        return try ofPeer(socket: fd, peerInode: inode, scan: scan, cache: &cache, kernelPidFD: kernelPidFD)
+    }
+
+    /// Reads the identity of the peer of a connected Unix socket: the uid, gid and groups the kernel recorded
+    /// at connect(2) (SO_PEERCRED, SO_PEERGROUPS), and what every process holding the other end — of any user,
+    /// found in `scan` by the socket's peer inode (sock_diag), the connecting process included — says of the
+    /// program (`HeldProgram.resolve`).
     ///
     /// The process is pinned by a pidfd before /proc is read and checked to be alive after: the kernel's
-    /// SO_PEERPIDFD where it has one (Linux 6.5+), elsewhere pidfd_open(2) on the peer's pid. The front
+    /// SO_PEERPIDFD where it has one (Linux 6.5+), elsewhere pidfd_open(2) on the peer's pid. The native front
     /// then serves only requests written by that pid.
-    /// - Parameter kernelPidFD: false to take the pidfd_open path even where SO_PEERPIDFD works (tests).
-    /// - Throws: `Errno` when the socket has no peer credentials; `Errno.noSuchProcess` when the process
-    ///   that connected cannot be pinned and checked (it exited, or its pid now names another process).
-    public static func ofPeer(socket fd: Int32, kernelPidFD: Bool = true) throws(Errno) -> ClientIdentity {
-        let credentials = try PeerCredentials(socket: fd)
-        let pidfd = try pin(peerOf: fd, pid: credentials.pid, kernelPidFD: kernelPidFD)
-        var executable = verifiedExecutable(pid: credentials.pid)
-        var unit = systemdUnit(pid: credentials.pid)
-        if !soleProgram(holding: fd, pid: credentials.pid, uid: credentials.uid, executable: executable, unit: unit) {
-            // Another program can read and write this connection: it is known by its user alone.
-            executable = nil
-            unit = nil
+    /// - Parameters:
+    ///   - peerInode: the inode of the other end (`PeerProcess.unixPeerInode`); nil when the kernel did not say,
+    ///     and the client is known by its user alone.
+    ///   - cache: holders' facts already read in this pass.
+    /// - Throws: `PeerRefusal.noCredentials` when the socket has no peer credentials; `.exited` when the process
+    ///   that connected cannot be pinned and checked (it exited, or its pid now names another process);
+    ///   `.otherUsers` when processes of another user hold the other end.
+    static func ofPeer(socket fd: Int32, peerInode: UInt64?, scan: SocketHolderScan, cache: inout HolderCache,
+                       kernelPidFD: Bool = true) throws(PeerRefusal) -> ClientIdentity {
+        let credentials: PeerCredentials
+        do { credentials = try PeerCredentials(socket: fd) } catch { throw .noCredentials(error) }
+        let pidfd: OwnedFileDescriptor
+        do { pidfd = try pin(peerOf: fd, pid: credentials.pid, kernelPidFD: kernelPidFD) } catch {
+            throw error == .noSuchProcess ? .exited : .noCredentials(error)
+        }
+        let holders = HeldProgram.facts(peerInode.map { scan.holders(of: $0) } ?? [], adding: credentials.pid, cache: &cache)
+        var held = try HeldProgram.resolve(uid: credentials.uid, holders: holders, unreadUsers: scan.unreadUsers, refuseMixed: false)
+        if peerInode == nil {
+            // Who else holds it cannot be told: known by its user alone.
+            held = HeldProgram(executable: nil, unit: nil, userUnit: nil, interpreter: nil, program: held.program,
+                               strength: .unverified(reason: "the kernel does not say which socket is at the other end"))
         }
         // The process the pidfd pins must still be alive after we read /proc: else the pid may have been
         // reused between the pin and the read.
-        guard PeerProcess.isRunning(pidfd) else { throw .noSuchProcess }
+        guard PeerProcess.isRunning(pidfd) else { throw .exited }
         let user = UserDatabase.name(ofUser: credentials.uid)
         let gids = [credentials.gid] + (PeerProcess.groups(ofPeer: fd) ?? [])
-        return ClientIdentity(pid: credentials.pid, uid: credentials.uid, gid: credentials.gid, user: user,
-                              groups: groupNames(gids), executable: executable, unit: unit, verifiedByPidFD: true)
+        var identity = ClientIdentity(pid: credentials.pid, uid: credentials.uid, gid: credentials.gid, user: user,
+                                      groups: groupNames(gids), verifiedByPidFD: true)
+        identity.apply(held)
+        return identity
     }
 
     /// The daemon's own identity, as the kernel tells it (its uid and groups, /proc/self/exe, its systemd
@@ -46,25 +71,13 @@ extension ClientIdentity {
         var groups = [UInt32](repeating: 0, count: 256)
         let count = getgroups(Int32(groups.count), &groups)
         let gids = [getgid()] + groups.prefix(max(0, Int(count))).filter { $0 != getgid() }
-        return ClientIdentity(pid: pid, uid: getuid(), gid: getgid(), user: UserDatabase.name(ofUser: getuid()), groups: groupNames(gids),
-                              executable: verifiedExecutable(pid: pid), unit: systemdUnit(pid: pid), verifiedByPidFD: false)
-    }
-
-    /// Whether every process of the peer's user that holds the other end of `socket` runs `executable`
-    /// in `unit`. The connecting process may fork, keep the socket in the child, and exec a program that a
-    /// rule trusts: the pid and the socket's credentials survive the exec, so the executable read
-    /// afterwards is the trusted one, while the child reads the stream (found by a helper attacking the
-    /// daemon as another uid). False too when the kernel cannot say who holds it (fail closed).
-    /// Not seen: a descriptor in flight (sent with SCM_RIGHTS and not yet received) — docs/SECURITY.md.
-    static func soleProgram(holding socket: Int32, pid: Int32, uid: UInt32, executable: String?, unit: String?) -> Bool {
-        guard executable != nil || unit != nil else { return true }
-        guard let peer = PeerProcess.unixPeerInode(of: socket) else { return false }
-        // More descriptors than one look-up reads: who else holds it cannot be told (fail closed).
-        guard let holders = PeerProcess.processes(holdingSocket: peer, uid: uid) else { return false }
-        for holder in holders where holder != pid {
-            guard verifiedExecutable(pid: holder) == executable, systemdUnit(pid: holder) == unit else { return false }
+        var identity = ClientIdentity(pid: pid, uid: getuid(), gid: getgid(), user: UserDatabase.name(ofUser: getuid()),
+                                      groups: groupNames(gids), verifiedByPidFD: false)
+        if let facts = HolderFacts.read(pid),
+           let held = try? HeldProgram.resolve(uid: getuid(), holders: [facts], unreadUsers: [], refuseMixed: false) {
+            identity.apply(held)
         }
-        return true
+        return identity
     }
 
     /// A pidfd for the peer of `socket`: the kernel's (SO_PEERPIDFD), or pidfd_open(`pid`). Either may pin
@@ -98,10 +111,15 @@ extension ClientIdentity {
 
     /// The unit from /proc/PID/cgroup's unified line (`0::PATH`); see `unit(ofCgroup:)`.
     static func systemdUnit(pid: Int32) -> String? {
+        cgroupPath(pid: pid).flatMap { unit(ofCgroup: $0) }
+    }
+
+    /// The cgroup v2 path of `pid` (/proc/PID/cgroup's unified line, `0::PATH`); nil when unreadable.
+    static func cgroupPath(pid: Int32) -> Substring? {
         let cgroup = FileDescriptorOps.readFile(atPath: "/proc/\(pid)/cgroup", maximumBytes: 1 << 16)
         guard case .success(let bytes) = cgroup else { return nil }
         for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") where line.hasPrefix("0::") {
-            return unit(ofCgroup: line.dropFirst(3))
+            return line.dropFirst(3)
         }
         return nil
     }

@@ -1,0 +1,112 @@
+import LocationPolicy
+import LocationPosix
+
+/// A connection accepted and waiting to be identified (`PendingIdentifications`).
+struct PendingConnection: Sendable {
+    let fd: Int32
+    /// The peer's uid as accept saw it (SO_PEERCRED; on TCP the socket table's owner); nil when unknown.
+    let uid: UInt32?
+    let front: Front
+    /// TCP: the owner uid and inode of the peer's socket (`ClientIdentity.tcpPeerOwner`), or why not; nil on
+    /// a Unix socket.
+    let owner: Result<(uid: UInt32, inode: UInt64), PeerRefusal>?
+}
+
+/// What became of a waiting connection.
+enum IdentificationOutcome: Sendable {
+    /// Identified; `peerInode` is the inode of its other end, whose holders are checked again while it lives.
+    case identified(PendingConnection, ClientIdentity, peerInode: UInt64?)
+    /// It closed while it waited: nobody to serve.
+    case left(PendingConnection)
+    /// Not identified: refused, with the reason.
+    case refused(PendingConnection, PeerRefusal)
+}
+
+/// Identifying connections a batch at a time (on the identity queue): one pass over every process's
+/// descriptors finds the holders of the whole batch (`PeerProcess.scanHolders`), and each holder's facts are
+/// read once (`HolderCache`), so N connections of one process cost one read of that process, not N.
+enum IdentificationBatch {
+    /// The most connections identified in one pass: a batch holds up the first of its connections by the
+    /// time the others take (about 0.1 ms each), so it is kept well under a second.
+    static let limit = 512
+
+    /// Identifies `batch`, in its order.
+    static func identify(_ batch: [PendingConnection]) -> [IdentificationOutcome] {
+        var inodes: [UInt64?] = []
+        var wanted = Set<UInt64>()
+        for connection in batch {
+            var inode: UInt64?
+            switch connection.owner {
+            case .some(.success(let owner)): inode = owner.inode
+            case .some(.failure): inode = nil
+            case .none:
+                // Its requests are checked against the process that connected (`ServerState.readable`).
+                _ = PeerProcess.passCredentials(connection.fd)
+                inode = PeerProcess.unixPeerInode(of: connection.fd)
+            }
+            inodes.append(inode)
+            if let inode { wanted.insert(inode) }
+        }
+        let scan = PeerProcess.scanHolders(of: wanted)
+        var cache = HolderCache()
+        return zip(batch, inodes).map { connection, inode in
+            switch connection.owner {
+            case .some(.failure(let refusal)):
+                return .refused(connection, refusal)
+            case .some(.success(let owner)):
+                do throws(PeerRefusal) {
+                    let identity = try ClientIdentity.ofTCPPeer(owner: owner, scan: scan, cache: &cache)
+                    return .identified(connection, identity, peerInode: owner.inode)
+                } catch {
+                    return .refused(connection, error)
+                }
+            case .none:
+                // One that connected and closed while it waited for its turn is not worth a look.
+                if PeerProcess.hasLeft(connection.fd) { return .left(connection) }
+                do throws(PeerRefusal) {
+                    let identity = try ClientIdentity.ofPeer(socket: connection.fd, peerInode: inode, scan: scan, cache: &cache)
+                    return .identified(connection, identity, peerInode: inode)
+                } catch {
+                    return .refused(connection, error)
+                }
+            }
+        }
+    }
+}
+
+/// A live connection whose holders are looked at again (`HolderRecheck`).
+struct HolderCheck: Sendable {
+    let id: Int
+    let uid: UInt32
+    let peerInode: UInt64
+    /// TCP: different programs are refused.
+    let refuseMixed: Bool
+}
+
+/// Looking again at who holds live connections (docs/SECURITY.md "Who a client is"): a descriptor sent with
+/// SCM_RIGHTS is held by nobody while in flight, and the connection's identity was read then; once a process
+/// of another program or user picks it up, the holders change, and what the old identity was granted ends.
+enum HolderRecheck {
+    /// What the holders of each of `checks` make of it now. A connection no readable process holds is left
+    /// out: it is closing, or its only holder is one the daemon cannot read (another user's, when the daemon
+    /// runs without CAP_SYS_PTRACE), as at its first look; when a process takes it up, the next pass sees it.
+    static func run(_ checks: [HolderCheck]) -> [HolderCheckResult] {
+        let scan = PeerProcess.scanHolders(of: Set(checks.map(\.peerInode)))
+        var cache = HolderCache()
+        return checks.compactMap { check in
+            let pids = scan.holders(of: check.peerInode)
+            guard !pids.isEmpty else { return nil }
+            let holders = HeldProgram.facts(pids, adding: nil, cache: &cache)
+            let held = Result { () throws(PeerRefusal) in
+                try HeldProgram.resolve(uid: check.uid, holders: holders, unreadUsers: scan.unreadUsers, refuseMixed: check.refuseMixed)
+            }
+            return HolderCheckResult(id: check.id, held: held)
+        }
+    }
+}
+
+/// What a re-check found of one connection.
+struct HolderCheckResult: Sendable {
+    let id: Int
+    let held: Result<HeldProgram, PeerRefusal>
+}

@@ -1,0 +1,60 @@
+import LocationPolicy
+import LocationPosix
+import LocationWire
+
+/// Who holds the connections, looked at again while they live (docs/SECURITY.md "Who a client is"): the
+/// gpsd front's and the NMEA socket's, where any holder reads what is sent and (TCP) writes requests. The
+/// native front serves only requests written by the process that connected (SCM_CREDENTIALS), so a holder
+/// that joins later gets nothing it did not ask for through that process.
+extension ServerState {
+    /// Starts a re-check of the holders of the gpsd and NMEA connections, unless one is under way (then one
+    /// more follows it). Called at every sweep (at most a second apart) and for every gpsd request.
+    mutating func checkHolders() {
+        guard !holderCheck.running else {
+            holderCheck.wanted = true
+            return
+        }
+        var checks: [HolderCheck] = []
+        for (id, connection) in connections where connection.front != .native {
+            guard let inode = connection.peerInode else { continue }
+            checks.append(HolderCheck(id: id, uid: connection.identity.uid, peerInode: inode, refuseMixed: connection.front == .gpsd))
+        }
+        guard !checks.isEmpty else { return }
+        holderCheck = (running: true, wanted: false)
+        effects.append(.recheckHolders(checks))
+    }
+
+    /// A re-check came back: a connection whose holders no longer back the identity it was given — another
+    /// program or another user now holds it — is closed: what that identity was granted ends with it.
+    mutating func holdersChecked(_ results: [HolderCheckResult]) {
+        holderCheck.running = false
+        for result in results {
+            guard let connection = connections[result.id] else { continue }
+            let old = connection.identity.heldProgram
+            switch result.held {
+            case .success(let held) where held.stillBacks(old):
+                continue
+            case .success(let held):
+                refuse(result.id, "the processes holding this connection changed (now \(held.program ?? "?"), \(held.strength)): "
+                       + "what \(old.program ?? "?") (\(old.strength)) was granted ends")
+            case .failure(let refusal):
+                refuse(result.id, "the processes holding this connection changed: \(refusal)")
+            }
+        }
+        if holderCheck.wanted { checkHolders() }
+    }
+
+    /// A connection that could not be identified: told why (`Front.refusal`) and closed.
+    mutating func refuseUnidentified(_ connection: PendingConnection, _ refusal: PeerRefusal) {
+        let why: String
+        switch refusal {
+        case .exited: why = "the connecting process exited before it could be identified"
+        default: why = "not identified: \(refusal)"
+        }
+        let bytes = connection.front.refusal(why)
+        if !bytes.isEmpty { _ = bytes.withUnsafeBytes { sendNoSignal(connection.fd, $0) } }
+        FileDescriptorOps.close(connection.fd)
+        context.log.client(.warning, "client refused", uid: connection.uid,
+                           ["client.uid": connection.uid.map(String.init) ?? "?", "reason": why])
+    }
+}
