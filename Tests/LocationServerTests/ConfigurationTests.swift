@@ -144,6 +144,14 @@ struct ConfigurationTests {
         #expect(missing.clients.first?.executable == "/opt/not-installed/app")
     }
 
+    @Test("interpreter = yes accepts an interpreter's path; user-unit names a unit of a user's own manager")
+    func interpreterAndUserUnit() throws {
+        let c = try Self.load("[client py]\nexecutable = /usr/bin/python3.11\ninterpreter = yes\naccess = always\n\n"
+                              + "[client maps]\nuser-unit = app-gnome-Maps.scope\naccess = once\n")
+        #expect(c.clients.first?.interpreter == true && c.clients.first?.executable == "/usr/bin/python3.11")
+        #expect(c.clients.last?.userUnit == "app-gnome-Maps.scope" && c.clients.last?.unit == nil)
+    }
+
     @Test("each error names the file, the line and the key", arguments: [
         ("[daemon]\nsocket = /a\nfrobnicate = 1\n", 3, "frobnicate", "unknown key"),
         ("[daemon]\nlog-level = loud\n", 2, "log-level", "is not"),
@@ -161,6 +169,12 @@ struct ConfigurationTests {
         ("[policy]\nreduced-interval = soon\n", 2, "reduced-interval", "is not"),
         ("[client a]\nexecutable = bin/relative\naccess = always\n", 2, "executable", "absolute"),
         ("[client a]\nuser = alice\n", 2, "access", "missing"),
+        // An interpreter names no program: any script of its user runs as it (issue 32).
+        ("[client py]\nexecutable = /usr/bin/python3.11\naccess = always\n", 2, "executable", "is an interpreter"),
+        ("[client sh]\nuser = alice\nexecutable = /usr/bin/dash\naccess = always\n", 3, "executable", "is an interpreter"),
+        ("[client py]\nexecutable = /usr/bin/python3.11\ninterpreter = maybe\naccess = always\n", 3, "interpreter", "is not yes or no"),
+        // A unit of a user's own manager is the user's to name: unit = is the system's units only.
+        ("[client u]\nunit = user@1000.service/navit.service\naccess = always\n", 2, "unit", "user-unit"),
         ("[daemon]\nsocket = /a\ngpsd-listen = 127.0.0.1:2947 localhost:2947\n", 3, "gpsd-listen", "'localhost:2947' is not"),
         ("[daemon]\ngpsd-listen = [::1]:99999\n", 2, "gpsd-listen", "is not an address"),
         ("[daemon]\ngpsd-listen = ::1:2947\n", 2, "gpsd-listen", "is not an address"),
