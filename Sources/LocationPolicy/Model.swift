@@ -16,9 +16,12 @@ public struct ClientIdentity: Hashable, Sendable, CustomStringConvertible {
     public var unit: String?
     /// True when the executable was read while a pidfd pinned the process.
     public var verifiedByPidFD: Bool
+    /// The sandboxed app the kernel vouches the process is — `snap:NAME` (its AppArmor label) or
+    /// `flatpak:ID` (its `/.flatpak-info`, read as xdg-desktop-portal reads it) — nil for any other process.
+    public var appID: String?
 
     public init(pid: Int32, uid: UInt32, gid: UInt32, user: String? = nil, groups: [String] = [], executable: String? = nil,
-                unit: String? = nil, verifiedByPidFD: Bool = false) {
+                unit: String? = nil, verifiedByPidFD: Bool = false, appID: String? = nil) {
         self.pid = pid
         self.uid = uid
         self.gid = gid
@@ -27,6 +30,7 @@ public struct ClientIdentity: Hashable, Sendable, CustomStringConvertible {
         self.executable = executable
         self.unit = unit
         self.verifiedByPidFD = verifiedByPidFD
+        self.appID = appID
     }
 
     public var description: String {
@@ -89,6 +93,8 @@ public struct ClientRule: Sendable, Hashable {
     public var user: String?
     public var group: String?
     public var unit: String?
+    /// A sandboxed app's id, `flatpak:ID` or `snap:NAME`, matched exactly against `ClientIdentity.appID`.
+    public var appID: String?
     public var access: AccessRule
     /// The most precise accuracy the rule allows.
     public var accuracy: AccuracyAuthorization
@@ -101,7 +107,7 @@ public struct ClientRule: Sendable, Hashable {
 
     public init(name: String, executable: String? = nil, user: String? = nil, group: String? = nil, unit: String? = nil,
                 access: AccessRule, accuracy: AccuracyAuthorization, purposes: [String: String] = [:], usage: UsageTexts = UsageTexts(),
-                line: Int = 0) {
+                line: Int = 0, appID: String? = nil) {
         self.name = name
         self.executable = executable
         self.user = user
@@ -112,6 +118,7 @@ public struct ClientRule: Sendable, Hashable {
         self.purposes = purposes
         self.usage = usage
         self.line = line
+        self.appID = appID
     }
 
     /// Number of keys that match `identity`, or nil when any given key does not (the rule does not apply).
@@ -121,6 +128,7 @@ public struct ClientRule: Sendable, Hashable {
         if let u = user { guard u == identity.user || u == String(identity.uid) else { return nil }; keys += 1 }
         if let g = group { guard identity.groups.contains(g) else { return nil }; keys += 1 }
         if let u = unit { guard u == identity.unit else { return nil }; keys += 1 }
+        if let a = appID { guard a == identity.appID else { return nil }; keys += 1 }
         return keys
     }
 }

@@ -29,13 +29,14 @@ extension ClientIdentity {
             executable = nil
             unit = nil
         }
+        let appID = sandboxAppID(pid: credentials.pid, socket: fd)
         // The process the pidfd pins must still be alive after we read /proc: else the pid may have been
         // reused between the pin and the read.
         guard PeerProcess.isRunning(pidfd) else { throw .noSuchProcess }
         let user = UserDatabase.name(ofUser: credentials.uid)
         let gids = [credentials.gid] + (PeerProcess.groups(ofPeer: fd) ?? [])
         return ClientIdentity(pid: credentials.pid, uid: credentials.uid, gid: credentials.gid, user: user,
-                              groups: groupNames(gids), executable: executable, unit: unit, verifiedByPidFD: true)
+                              groups: groupNames(gids), executable: executable, unit: unit, verifiedByPidFD: true, appID: appID)
     }
 
     /// The daemon's own identity, as the kernel tells it (its uid and groups, /proc/self/exe, its systemd
