@@ -6,6 +6,7 @@
 #include "CPosixShims.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
@@ -128,7 +129,7 @@ int locationd_file_owner(const char *path, uint32_t *uid) {
     return 0;
 }
 
-int locationd_file_status(const char *path, uint64_t *device, uint64_t *inode, uint32_t *uid, uint32_t *mode) {
+int locationd_path_status(const char *path, uint64_t *device, uint64_t *inode, uint32_t *uid, uint32_t *mode) {
     struct stat st;
     if (stat(path, &st) != 0) return -1;
     *device = st.st_dev;
@@ -164,4 +165,29 @@ long locationd_read_process_memory(int pid, uint64_t address, void *buffer, size
     struct iovec local = { buffer, length };
     struct iovec remote = { (void *)(uintptr_t)address, length };
     return process_vm_readv(pid, &local, 1, &remote, 1, 0);
+}
+
+#include <sys/statvfs.h>
+
+int locationd_peer_security_label(int fd, char *buffer, size_t capacity) {
+    socklen_t length = (socklen_t)capacity;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERSEC, buffer, &length) != 0) return -1;
+    return (int)length;
+}
+
+int locationd_open_beneath(int directory, const char *name, int flags) {
+    return openat(directory, name, flags | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+}
+
+int locationd_file_status(int fd, uint64_t *device, uint64_t *inode, uint32_t *mode, int64_t *size, int *read_only_mount) {
+    struct stat st;
+    if (fstat(fd, &st) != 0) return -1;
+    struct statvfs vfs;
+    if (fstatvfs(fd, &vfs) != 0) return -1;
+    *device = (uint64_t)st.st_dev;
+    *inode = (uint64_t)st.st_ino;
+    *mode = (uint32_t)st.st_mode;
+    *size = (int64_t)st.st_size;
+    *read_only_mount = (vfs.f_flag & ST_RDONLY) != 0;
+    return 0;
 }

@@ -60,6 +60,9 @@ public struct ClientIdentity: Hashable, Sendable, CustomStringConvertible {
     public var strength: IdentityStrength
     /// True when the executable was read while a pidfd pinned the process.
     public var verifiedByPidFD: Bool
+    /// The sandboxed app the kernel vouches the process is — `snap:NAME` (its AppArmor label) or
+    /// `flatpak:ID` (its `/.flatpak-info`, read as xdg-desktop-portal reads it) — nil for any other process.
+    public var appID: String?
 
     /// - Parameters:
     ///   - program: what to show as the program; `executable ?? interpreter` when nil.
@@ -67,7 +70,7 @@ public struct ClientIdentity: Hashable, Sendable, CustomStringConvertible {
     ///     executable or interpreter, else `unverified`.
     public init(pid: Int32, uid: UInt32, gid: UInt32, user: String? = nil, groups: [String] = [], executable: String? = nil,
                 unit: String? = nil, userUnit: String? = nil, interpreter: String? = nil, program: String? = nil,
-                strength: IdentityStrength? = nil, verifiedByPidFD: Bool = false) {
+                strength: IdentityStrength? = nil, verifiedByPidFD: Bool = false, appID: String? = nil) {
         self.pid = pid
         self.uid = uid
         self.gid = gid
@@ -82,6 +85,7 @@ public struct ClientIdentity: Hashable, Sendable, CustomStringConvertible {
             : interpreter != nil ? .unverified(reason: "an interpreter: any script of its user can run as it")
             : .unverified(reason: "no program identified"))
         self.verifiedByPidFD = verifiedByPidFD
+        self.appID = appID
     }
 
     public var description: String {
@@ -149,6 +153,8 @@ public struct ClientRule: Sendable, Hashable {
     /// `interpreter = yes`: the rule names an interpreter and accepts that any script of a matching user
     /// runs as it (without it, a rule naming an interpreter is a config error).
     public var interpreter: Bool
+    /// A sandboxed app's id, `flatpak:ID` or `snap:NAME`, matched exactly against `ClientIdentity.appID`.
+    public var appID: String?
     public var access: AccessRule
     /// The most precise accuracy the rule allows.
     public var accuracy: AccuracyAuthorization
@@ -160,8 +166,8 @@ public struct ClientRule: Sendable, Hashable {
     public var line: Int
 
     public init(name: String, executable: String? = nil, user: String? = nil, group: String? = nil, unit: String? = nil,
-                userUnit: String? = nil, interpreter: Bool = false, access: AccessRule, accuracy: AccuracyAuthorization, purposes: [String: String] = [:], usage: UsageTexts = UsageTexts(),
-                line: Int = 0) {
+                userUnit: String? = nil, interpreter: Bool = false, access: AccessRule, accuracy: AccuracyAuthorization, purposes: [String: String] = [:],
+                usage: UsageTexts = UsageTexts(), line: Int = 0, appID: String? = nil) {
         self.name = name
         self.executable = executable
         self.user = user
@@ -174,6 +180,7 @@ public struct ClientRule: Sendable, Hashable {
         self.purposes = purposes
         self.usage = usage
         self.line = line
+        self.appID = appID
     }
 
     /// Number of keys that match `identity`, or nil when any given key does not (the rule does not apply).
@@ -187,6 +194,7 @@ public struct ClientRule: Sendable, Hashable {
         if let g = group { guard identity.groups.contains(g) else { return nil }; keys += 1 }
         if let u = unit { guard u == identity.unit else { return nil }; keys += 1 }
         if let u = userUnit { guard u == identity.userUnit else { return nil }; keys += 1 }
+        if let a = appID { guard a == identity.appID else { return nil }; keys += 1 }
         return keys
     }
 }

@@ -93,7 +93,7 @@ public enum FileDescriptorOps {
     /// stat(2), following links: the device, inode, owner uid and mode (type and permission bits) of the file at `path`.
     public static func status(ofFileAt path: String) -> Result<(device: UInt64, inode: UInt64, owner: UInt32, mode: UInt32), Errno> {
         var device: UInt64 = 0, inode: UInt64 = 0, owner: UInt32 = 0, mode: UInt32 = 0
-        return funnel(.stat) { locationd_file_status(path, &device, &inode, &owner, &mode) }.map { _ in (device, inode, owner, mode) }
+        return funnel(.stat) { locationd_path_status(path, &device, &inode, &owner, &mode) }.map { _ in (device, inode, owner, mode) }
     }
 
     /// mkdir(2).

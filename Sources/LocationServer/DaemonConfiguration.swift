@@ -68,7 +68,7 @@ public struct DaemonConfiguration: Sendable {
     static let daemonKeys: Set<String> = ["socket", "state-directory", "admin-group", "log-level", "max-clients", "max-clients-per-user",
                                              "client-timeout", "gpsd-listen", "share-group", "nmea-socket"]
     static let policyKeys: Set<String> = ["access", "accuracy", "once-lifetime", "ask-timeout", "reduced-grid", "reduced-interval"]
-    static let clientKeys: Set<String> = ["executable", "user", "group", "unit", "user-unit", "interpreter", "access", "accuracy"]
+    static let clientKeys: Set<String> = ["executable", "user", "group", "unit", "user-unit", "interpreter", "app-id", "access", "accuracy"]
 
     /// Loads `path` and the drop-ins of `dropInDirectory`, validating every section and key.
     /// - Throws: `ConfigFileError` with file, line and key for the first problem.
@@ -233,6 +233,9 @@ public struct DaemonConfiguration: Sendable {
                         case "no", "false", "off", "0": rule.interpreter = false
                         default: throw fail(e, "'\(e.value)' is not yes or no")
                         }
+                    case "app-id":
+                        if let problem = ClientIdentity.appIDProblem(e.value) { throw fail(e, problem) }
+                        rule.appID = e.value
                     case "access":
                         guard let a = AccessRule(rawValue: e.value) else { throw fail(e, "'\(e.value)' is not deny, ask, once or always") }
                         rule.access = a
@@ -244,9 +247,9 @@ public struct DaemonConfiguration: Sendable {
                     }
                 }
                 guard let first = sorted.first else { continue }
-                guard rule.executable != nil || rule.user != nil || rule.group != nil || rule.unit != nil || rule.userUnit != nil else {
+                guard rule.executable != nil || rule.user != nil || rule.group != nil || rule.unit != nil || rule.userUnit != nil || rule.appID != nil else {
                     throw ConfigFileError(file: first.file, line: first.line, key: nil,
-                                          message: "[client \(name)] matches nothing: give executable, user, group, unit or user-unit")
+                                          message: "[client \(name)] matches nothing: give executable, user, group, unit, user-unit or app-id")
                 }
                 if let executable = rule.executable, ProcessLoad.isInterpreter(executable), !rule.interpreter,
                    let e = sorted.first(where: { $0.key == "executable" }) {

@@ -42,6 +42,7 @@ extension DaemonConfiguration {
             if let v = c.unit { s += "unit = \(v)\n" }
             if let v = c.userUnit { s += "user-unit = \(v)\n" }
             if c.interpreter { s += "interpreter = yes\n" }
+            if let v = c.appID { s += "app-id = \(v)\n" }
             s += "access = \(c.access.rawValue)\naccuracy = \(c.accuracy.rawValue)\n"
             if let v = c.usage.whenInUse { s += "usage.when-in-use = \(v)\n" }
             if let v = c.usage.always { s += "usage.always = \(v)\n" }

@@ -100,7 +100,7 @@ int locationd_file_owner(const char *path, uint32_t *uid);
 /* process_vm_readv(2) of one range of another process's memory (needs ptrace attach access). */
 long locationd_read_process_memory(int pid, uint64_t address, void *buffer, size_t length);
 /* stat(2), following links: device, inode, owner uid and mode (type and permission bits). */
-int locationd_file_status(const char *path, uint64_t *device, uint64_t *inode, uint32_t *uid, uint32_t *mode);
+int locationd_path_status(const char *path, uint64_t *device, uint64_t *inode, uint32_t *uid, uint32_t *mode);
 
 /// Under ThreadSanitizer, `__tsan_acquire(address)` / `__tsan_release(address)`: tell it that the
 /// critical section of the lock at `address` begins / ends, so that two of them are ordered even when
@@ -108,5 +108,19 @@ int locationd_file_status(const char *path, uint64_t *device, uint64_t *inode, u
 /// other build (the runtime's functions are weak references, null without it).
 void locationd_tsan_acquire(void *address);
 void locationd_tsan_release(void *address);
+
+/// getsockopt(fd, SOL_SOCKET, SO_PEERSEC): the security label of the peer of a Unix socket as its LSM
+/// writes it (AppArmor: `snap.firefox.firefox (enforce)`, `unconfined`), into `buffer`. Returns its
+/// length in bytes (a trailing NUL may be counted), or -1 with errno (ENOPROTOOPT: no LSM gives labels;
+/// ERANGE: `capacity` is too small).
+int locationd_peer_security_label(int fd, char *buffer, size_t capacity);
+
+/// openat(directory, name, flags | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW): a name looked up beneath an open
+/// directory, never through a symbolic link at its last component (ELOOP). -1 with errno.
+int locationd_open_beneath(int directory, const char *name, int flags);
+
+/// fstat(2) and fstatvfs(3) of an open file: its device, inode, mode (type and permission bits), size in
+/// bytes, and whether the mount it is on is read-only (ST_RDONLY). 0, or -1 with errno.
+int locationd_file_status(int fd, uint64_t *device, uint64_t *inode, uint32_t *mode, int64_t *size, int *read_only_mount);
 
 #endif

@@ -52,14 +52,17 @@ extension ClientIdentity {
             held = HeldProgram(executable: nil, unit: nil, userUnit: nil, interpreter: nil, program: held.program,
                                strength: .unverified(reason: "the kernel does not say which socket is at the other end"))
         }
+        // A sandboxed app's id, where the kernel and the sandbox vouch for it (SandboxIdentity).
+        let appID = sandboxAppID(pid: credentials.pid, socket: fd)
         // The process the pidfd pins must still be alive after we read /proc: else the pid may have been
         // reused between the pin and the read.
         guard PeerProcess.isRunning(pidfd) else { throw .exited }
         let user = UserDatabase.name(ofUser: credentials.uid)
         let gids = [credentials.gid] + (PeerProcess.groups(ofPeer: fd) ?? [])
         var identity = ClientIdentity(pid: credentials.pid, uid: credentials.uid, gid: credentials.gid, user: user,
-                                      groups: groupNames(gids), verifiedByPidFD: true)
+                                      groups: groupNames(gids), verifiedByPidFD: true, appID: appID)
         identity.apply(held)
+        if appID != nil, identity.strength != IdentityStrength.systemUnit { identity.strength = IdentityStrength.sandboxedApp }
         return identity
     }
 
