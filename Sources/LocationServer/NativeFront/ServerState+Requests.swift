@@ -35,8 +35,8 @@ extension ServerState {
             if let delivery = publisher.announce(id, state, force: true) { deliver([delivery], at: now.wall) }
         case let .fullAccuracy(key):
             authorize(id, .temporaryFullAccuracy(purposeKey: key), request: "FULLACCURACY", at: now)
-        case let .share(sharing, forSeconds):
-            share(id, sharing: sharing, forSeconds: forSeconds, at: now)
+        case let .share(sharing, forSeconds, discard):
+            share(id, sharing: sharing, forSeconds: forSeconds, discard: discard, at: now)
         case .agent, .answer, .grants, .grant, .revoke, .audit:
             admin(request, from: id, at: now)
         }
