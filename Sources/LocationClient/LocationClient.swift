@@ -152,7 +152,8 @@ public final class LocationClient: Sendable {
     /// - Throws: `LocationClientError.server(request: "POLL", message:)` when the daemon answers with an
     ///   `ERROR` — `"no fix within N s"` when no fix came in time (`meansNoFixInTime` is true), or a
     ///   refusal (bad timeout, not authorized); `.paced` at once when the client sees reduced accuracy
-    ///   and its next report is not due within `timeout`; `.timedOut` when no answer came within `timeout` plus
+    ///   and its next report is not due within `timeout`, or when it was due and no fix came in the 2.5 s the
+    ///   daemon then waits (`meansNoFixInTime` true, `"no fix yet; at reduced accuracy …"`); `.timedOut` when no answer came within `timeout` plus
     ///   `replyGracePeriod`; `.disconnected`; `.invalidReply`; `CancellationError`.
     public func requestLocation(timeout: Double = 10) async throws -> Location {
         let line = try await connection.roundTrip(Request.poll(timeout: timeout).encoded(), replyClass: "POLL",

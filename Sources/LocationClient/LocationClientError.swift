@@ -13,10 +13,12 @@ public enum LocationClientError: Error, Hashable, Sendable, CustomStringConverti
     /// (`"WATCH"`, `"POLL"`, `"STATUS"`, or `"?"` when the server could not tell), `message` its reason,
     /// e.g. `"no fix within 10 s"`.
     case server(request: String, message: String)
-    /// The daemon answered `POLL` at once: this client sees reduced accuracy, and its next report (one
-    /// per the daemon's `reduced-interval`) is not due within the call's timeout. `nextReportIn` is the
-    /// seconds until it is (`ERROR.nextReportIn`), `message` the daemon's words, e.g. `"reduced accuracy:
-    /// the next report is due in 12 min 3 s"` (docs/PROTOCOL.md "POLL").
+    /// The daemon answered a reduced client's `POLL` without a report: at once, when its next report (one
+    /// per the daemon's `reduced-interval`) is not due within the call's timeout, or, when it was due, after
+    /// 2.5 s without a fix (then `meansNoFixInTime` is true). `nextReportIn` is the seconds until the next
+    /// report is due (`ERROR.nextReportIn`), `message` the daemon's words, e.g. `"reduced accuracy: the next
+    /// report is due in 12 min 3 s"` or `"no fix yet; at reduced accuracy the next report is due in 15 min 0 s"`
+    /// (docs/PROTOCOL.md "POLL").
     case paced(request: String, message: String, nextReportIn: Double)
     /// No reply came within the allowed time (the call's timeout plus a grace period), or a request
     /// could not be written within the send timeout.
@@ -28,12 +30,13 @@ public enum LocationClientError: Error, Hashable, Sendable, CustomStringConverti
     /// greeting other than `VERSION`, a reply missing a required member. The text says what.
     case invalidReply(String)
 
-    /// True when the error means "no fix arrived in time": `.timedOut`, or the daemon's `POLL` error
-    /// `"no fix within N s"` (docs/PROTOCOL.md "POLL"). `locationctl get` exits 75 for these.
+    /// True when the error means "no fix arrived in time": `.timedOut`, the daemon's `POLL` error
+    /// `"no fix within N s"`, or, at reduced accuracy, `"no fix yet; at reduced accuracy the next report is
+    /// due in …"` (a `.paced` one; docs/PROTOCOL.md "POLL"). `locationctl get` exits 75 for these.
     public var meansNoFixInTime: Bool {
         switch self {
         case .timedOut: return true
-        case let .server(request, message): return request == "POLL" && message.hasPrefix("no fix")
+        case let .server(request, message), let .paced(request, message, _): return request == "POLL" && message.hasPrefix("no fix")
         default: return false
         }
     }

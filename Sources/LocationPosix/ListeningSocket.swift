@@ -18,7 +18,17 @@ public struct ListeningSocket: Sendable {
 
     /// Binds and listens on `path` with permissions `mode`. A stale socket file left by a dead daemon is
     /// replaced; one that a live process still accepts on is not (`EADDRINUSE`).
-    /// - Throws: `Errno` of socket/bind/listen/chmod.
+    ///
+    /// The socket file has `mode` from the moment bind(2) makes it: bind runs under the umask that leaves
+    /// exactly `mode` (`withFileCreationMask`). Nothing changes the mode by path afterwards: a chmod(2) of
+    /// the path after bind follows whatever is there by then, and in a directory another user can write to,
+    /// that user could swap the socket for a link to any file and have the daemon make it 0666 (issue 32).
+    /// On Linux fchmod(2) on an unbound `AF_UNIX` socket does not set the file's mode, hence the umask.
+    /// - Parameters:
+    ///   - path: the socket file to make, at most 107 bytes.
+    ///   - mode: its permission bits (0o666: anyone may connect).
+    ///   - backlog: listen(2)'s backlog, in connections.
+    /// - Throws: `Errno` of socket/bind/listen.
     public init(path: String, mode: mode_t = 0o666, backlog: Int32 = 128) throws(Errno) {
         var address = try unixAddress(path)
         // Owned until it listens: every throw below closes it.
@@ -27,9 +37,12 @@ public struct ListeningSocket: Sendable {
         }.get())
         let fd = socketFile.rawValue
         func bindOnce() -> Result<Int32, Errno> {
-            funnel(.bind) {
-                withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            // bind(2) makes the file with 0777 & ~umask (unix(7)): the umask that leaves `mode` gives it `mode`.
+            withFileCreationMask(~mode & 0o777) {
+                funnel(.bind) {
+                    withUnsafePointer(to: &address) {
+                        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+                    }
                 }
             }
         }
@@ -38,7 +51,6 @@ public struct ListeningSocket: Sendable {
             FileDescriptorOps.unlink(path)
             _ = try bindOnce().get()
         }
-        _ = try funnel(.chmod) { chmod(path, mode) }.get()
         _ = try funnel(.listen) { listen(fd, backlog) }.get()
         fileDescriptor = socketFile.release()
         self.path = path
@@ -68,6 +80,27 @@ public struct ListeningSocket: Sendable {
     public func close(unlinking: Bool = true) {
         FileDescriptorOps.close(fileDescriptor)
         if unlinking, let path { FileDescriptorOps.unlink(path) }
+    }
+}
+
+/// Serializes `withFileCreationMask`: umask(2) is one value for the whole process.
+private let fileCreationMaskLock = Locked(())
+
+/// Runs `body` with the process's umask set to `mask`, then puts the previous one back.
+///
+/// umask(2) is process-wide, not per thread: a file another thread creates meanwhile gets `mask` too (a
+/// file asked for with 0666 under a mask of 0o111 stays 0666). So callers keep `body` to the one call that
+/// needs it (a bind(2)), and the daemon binds its sockets at start, before its threads create files; calls
+/// of this function take turns (a lock), so two binds never see each other's mask.
+/// - Parameters:
+///   - mask: the permission bits files made in `body` must not have (umask(2)).
+///   - body: the call that makes the file.
+/// - Returns: what `body` returns.
+public func withFileCreationMask<T>(_ mask: mode_t, _ body: () -> T) -> T {
+    fileCreationMaskLock.withLock { _ in
+        let previous = umask(mask)
+        defer { umask(previous) }
+        return body()
     }
 }
 

@@ -165,7 +165,7 @@ public final class Daemon: @unchecked Sendable {
     }
 
     /// Subscribes an uplink to the Publisher (before `run`); see `NativeFront.addUplink`.
-    public func addUplink(_ subscription: UplinkSubscription, sink: @escaping UplinkSink, sharing: (@Sendable (Bool) -> Void)? = nil,
+    public func addUplink(_ subscription: UplinkSubscription, sink: @escaping UplinkSink, sharing: SharingSink? = nil,
                           status: (@Sendable () -> ServerMessage.Status.Uplink)? = nil) {
         server.addUplink(subscription, sink: sink, sharing: sharing, status: status)
     }

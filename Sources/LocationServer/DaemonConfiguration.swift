@@ -54,6 +54,9 @@ public struct DaemonConfiguration: Sendable {
     /// The NMEA socket (a Unix socket streaming NMEA sentences of the fix each client may see, for GeoClue's
     /// `nmea-socket`; docs/GPSD.md "GeoClue"); nil: none.
     public var nmeaSocket: String?
+    /// Where `socket` and `nmea-socket` were set (file and line), for errors about their directories; nil: default.
+    public var socketEntry: ConfigEntry?
+    public var nmeaSocketEntry: ConfigEntry?
     public var receivers: [ReceiverConfiguration] = []
     public var policy = PolicyDefaults()
     public var clients: [ClientRule] = []
@@ -74,7 +77,9 @@ public struct DaemonConfiguration: Sendable {
     /// - Throws: `ConfigFileError` with file, line and key for the first problem.
     public static func load(path: String, dropInDirectory: String? = nil) throws(ConfigFileError) -> DaemonConfiguration {
         let entries = try ConfigFile.readWithDropIns(path, dropInDirectory: dropInDirectory)
-        return try DaemonConfiguration(entries: entries)
+        let configuration = try DaemonConfiguration(entries: entries)
+        try configuration.checkSocketDirectories(configurationFile: path)
+        return configuration
     }
 
     /// Builds the configuration from parsed entries (later entries override earlier ones).
@@ -99,14 +104,16 @@ public struct DaemonConfiguration: Sendable {
                     case "socket":
                         guard e.value.hasPrefix("/") else { throw fail(e, "'\(e.value)' is not an absolute path") }
                         socketPath = e.value
+                        socketEntry = e
                     case "state-directory":
                         guard e.value.hasPrefix("/") else { throw fail(e, "'\(e.value)' is not an absolute path") }
                         stateDirectory = e.value
                     case "nmea-socket":
-                        guard !e.value.isEmpty else { nmeaSocket = nil; continue }
+                        guard !e.value.isEmpty else { nmeaSocket = nil; nmeaSocketEntry = nil; continue }
                         guard e.value.hasPrefix("/") else { throw fail(e, "'\(e.value)' is not an absolute path") }
                         guard e.value.utf8.count < 108 else { throw fail(e, "'\(e.value)' is longer than a Unix socket's path may be (107 bytes)") }
                         nmeaSocket = e.value
+                        nmeaSocketEntry = e
                     case "share-group":
                         guard !e.value.isEmpty else { throw fail(e, "empty group name") }
                         shareGroup = e.value

@@ -28,8 +28,9 @@ public typealias UplinkLogger = @Sendable (UplinkLogLevel, String, [(String, Str
 /// `spool-max` bounds what is held, in memory and on disk, at every moment: past it the oldest report
 /// not yet handed to libmosquitto is dropped (counted and logged).
 ///
-/// A retained status message on `TOPIC/status` says `online` once connected; the MQTT last will (the
-/// broker sends it when the link dies) and a clean stop say `offline`.
+/// A retained status message on `TOPIC/status` says `online` once connected (`paused` while sharing is off,
+/// when the spool keeps what it holds: `setSharing`); the MQTT last will (the broker sends it when the link
+/// dies) and a clean stop say `offline`.
 ///
 /// Sound as `@unchecked Sendable`: the libmosquitto handle is used by libmosquitto's own thread and
 /// through its thread-safe calls (`mosquitto_publish`); the spool only on `spoolQueue`; everything else
@@ -255,14 +256,34 @@ public final class MQTTUplink: @unchecked Sendable {
     }
 
     /// The sharing switch changed (or is told at start): the retained status says `paused` while it is
-    /// off, `online` when it is on again. Reports stop before this (the Publisher hands none while paused).
-    public func setSharing(_ on: Bool) {
-        state.withLock { s in
-            guard s.sharing != on else { return }
-            s.sharing = on
-            guard s.connected else { return }
-            let status = Array((on ? "online" : "paused").utf8)
-            _ = mosquitto_publish(handle, nil, configuration.statusTopic, Int32(status.count), status, 1, true)
+    /// off, `online` when it is on again. New reports stop before this (the Publisher hands none while
+    /// paused); while off, the spool's reports stay in it (a broker that comes back gets none of them), and
+    /// when it is on again they go, oldest first. Reports libmosquitto already had (at most `window`, sent
+    /// and not yet acknowledged) are its own: it may send them again after a reconnection, as QoS 1 requires.
+    /// - Parameters:
+    ///   - on: whether sharing is on.
+    ///   - discardingSpool: with `on` false, drop every report the spool holds that libmosquitto does not
+    ///     have, in memory and in the spool file (`locationctl share off --discard`): they never go.
+    public func setSharing(_ on: Bool, discardingSpool: Bool = false) {
+        let discarded = state.withLock { s -> Int in
+            if s.sharing != on {
+                s.sharing = on
+                if s.connected {
+                    let status = Array((on ? "online" : "paused").utf8)
+                    _ = mosquitto_publish(handle, nil, configuration.statusTopic, Int32(status.count), status, 1, true)
+                }
+            }
+            // On again: the held reports leave through the pump.
+            if on { schedulePump(&s) }
+            guard !on, discardingSpool else { return 0 }
+            let dropped = s.pending.filter { $0.mid == nil }.map(\.sequence)
+            s.pending.removeAll { $0.mid == nil }
+            s.removed += dropped
+            schedulePump(&s)
+            return dropped.count
+        }
+        if discardingSpool && !on {
+            log(.notice, "uplink spool discarded", [("uplink.name", configuration.name), ("discarded", String(discarded))])
         }
     }
 
@@ -331,7 +352,8 @@ public final class MQTTUplink: @unchecked Sendable {
             for index in s.pending.indices where !written.isEmpty {
                 if written.remove(s.pending[index].sequence) != nil { s.pending[index].durable = true }
             }
-            guard s.connected, !s.stopped else { return }
+            // Sharing off: nothing leaves, the spool's reports included (they wait for `setSharing(true)`).
+            guard s.connected, !s.stopped, s.sharing else { return }
             for index in s.pending.indices where s.inFlight < window && s.pending[index].durable && s.pending[index].mid == nil {
                 guard let mid = publish(s.pending[index].payload) else { break }
                 s.pending[index].mid = mid

@@ -45,9 +45,10 @@ extension Request {
             w.field("since", since)
             w.field("cursor", cursor)
             w.field("limit", limit)
-        case let .share(sharing, forSeconds):
+        case let .share(sharing, forSeconds, discard):
             if let sharing { w.field("sharing", sharing) }
             w.field("for", forSeconds)
+            if discard { w.field("discard", true) }
         }
         w.end()
         return w.bytes

@@ -9,7 +9,8 @@ public enum ProtocolVersion {
     /// 4: When In Use: `AUTHORIZE`/`GRANT` kind `whenInUse` (and `always` for `persistent`), status
     /// `authorizedWhenInUse`, `AUTHORIZATION.inUse`, `ASK.upgrade`, `GRANTS`' `whenInUse`.
     /// 5: `identified` in a client's description (`ASK.client`, `AUDIT` events, `GRANTS`' `once[]`): how
-    /// sure the daemon is of who the client is.
+    /// sure the daemon is of who the client is; `SHARE`'s `discard` (the uplinks' spooled reports dropped with
+    /// the switch turned off; while off, the spool holds what it has instead of sending it).
     public static let minor = 5
     /// The largest request line accepted, bytes (newline excluded).
     public static let maximumRequestLength = 16 * 1024
@@ -53,8 +54,10 @@ public enum Request: Equatable, Sendable {
     /// nil: as many as fit in a page).
     case audit(since: Double?, cursor: String? = nil, limit: Int? = nil)
     /// The sharing switch of the uplinks (root, `admin-group` or `share-group`): `sharing` false pauses
-    /// every uplink (for `forSeconds`, or until switched on), true resumes them; nil only asks.
-    case share(sharing: Bool?, forSeconds: Double?)
+    /// every uplink (for `forSeconds`, or until switched on) and holds what their spools have, true resumes
+    /// them (the spools' reports go first); nil only asks. `discard` (with `sharing` false) also drops every
+    /// report the spools hold, so that not even those go later.
+    case share(sharing: Bool?, forSeconds: Double?, discard: Bool = false)
 
     /// The request's class name, for replies and errors.
     public var className: String {
@@ -249,7 +252,9 @@ public enum RequestParser {
                 }
                 guard members.sharing == false else { throw RequestError(request: name, message: "for goes with \"sharing\":false") }
             }
-            return .share(sharing: members.sharing, forSeconds: members.forSeconds)
+            let discard = members.discard ?? false
+            if discard, members.sharing != false { throw RequestError(request: name, message: "discard goes with \"sharing\":false") }
+            return .share(sharing: members.sharing, forSeconds: members.forSeconds, discard: discard)
         default:
             throw RequestError(request: name, message: "unknown class \"\(name)\"")
         }
@@ -280,6 +285,7 @@ public enum RequestParser {
         var limit: Int?
         var sharing: Bool?
         var forSeconds: Double?
+        var discard: Bool?
 
         /// - Throws: `RequestError` for `request`: "KEY must be true or false" / "a number" / "a string" /
         ///   "Int", or "invalid JSON" for a number the member's type cannot hold.
@@ -322,6 +328,7 @@ public enum RequestParser {
             limit = try integer("limit")
             sharing = try bool("sharing")
             forSeconds = try double("for")
+            discard = try bool("discard")
         }
     }
 

@@ -29,7 +29,10 @@ enum GetCommand {
 
         At reduced accuracy the daemon sends one report per its reduced-interval: a second 'get'
         before the next is due ends at once with exit status 79, and standard error says when it is
-        due ('reduced accuracy: the next report is due in 12 min 3 s').
+        due ('reduced accuracy: the next report is due in 12 min 3 s'). When it is due, 'get' waits
+        until 2.5 s after that moment whatever --timeout says; without a fix then it exits 75, saying
+        'no fix yet; at reduced accuracy the next report is due in 15 min 0 s' (before the program's
+        first report: '... is due now, with the next fix').
 
         exit status: 0 with a location, 64 usage, 69 daemon unreachable or refused, 75 no fix in time,
         76 protocol mismatch, 77 not authorized (the status and the reason go to standard error),
@@ -70,8 +73,14 @@ enum GetCommand {
             let line = json ? (location.json ?? "") : humanLine(location)
             return writeStandardOutput(line + "\n") ? .ok : .ioError
         } catch let error as LocationClientError where error.meansNoFixInTime {
-            let seconds = timeout == timeout.rounded() ? String(Int(timeout)) : String(timeout)
-            writeStandardError("locationctl get: no fix within \(seconds) s\n")
+            // At reduced accuracy the daemon waited for the client's cadence, not for --timeout: its words say
+            // when the next report is due ("no fix within 20 s" after 2.5 s was untrue, issue 32).
+            if case let .paced(_, message, _) = error {
+                writeStandardError("locationctl get: \(message)\n")
+            } else {
+                let seconds = timeout == timeout.rounded() ? String(Int(timeout)) : String(timeout)
+                writeStandardError("locationctl get: no fix within \(seconds) s\n")
+            }
             return .temporaryFailure
         } catch let LocationClientError.paced(_, message, _) {
             writeStandardError("locationctl get: \(message)\n")

@@ -70,7 +70,12 @@ func startUplinks(_ uplinks: [ConfiguredUplink], daemon: Daemon, stateDirectory:
         let subscription = UplinkSubscription(name: c.name, broker: c.broker.description, topic: c.topic, format: c.format.rawValue,
                                               accuracy: c.accuracy, minInterval: c.minInterval, distanceFilter: c.distanceFilter)
         daemon.addUplink(subscription, sink: { [uplink] fix, accuracy in uplink.submit(fix, accuracy: accuracy) },
-                         sharing: { [uplink] on in uplink.setSharing(on) },
+                         sharing: { [uplink] change in
+                             switch change {
+                             case .on: uplink.setSharing(true)
+                             case .off(let discard): uplink.setSharing(false, discardingSpool: discard)
+                             }
+                         },
                          status: { [uplink] in
                              let s = uplink.status
                              return ServerMessage.Status.Uplink(name: s.name, broker: s.broker, topic: s.topic, accuracy: s.accuracy.rawValue,

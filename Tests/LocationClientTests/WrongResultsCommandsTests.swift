@@ -102,6 +102,43 @@ struct WrongResultsCommandsTests {
         #expect(other.status == 0 && Self.members(other.stdout)["accuracy"] as? String == "reduced", "\(other)")
     }
 
+    @Test("get --accuracy reduced --timeout 20 before any fix: after the 2.5 s it waits, it says when the next report is due, not 'no fix within 20 s' (exit 75)",
+          .enabled(if: getuid() == 0, "needs root to run clients as other users"))
+    func reducedNoFixSaysWhatItWaitedFor() async throws {
+        // A receiver that never opens: there is no fix, ever.
+        let daemon = try Daemon(config: """
+            [receiver missing]
+            type = serial
+            path = /dev/locationd-test-no-such-device
+
+            [policy]
+            access = ask
+            accuracy = reduced
+            reduced-interval = 15min
+
+            [client locationctl]
+            executable = \(Self.locationctlPath)
+            access = always
+            accuracy = full
+            """)
+        chmod(daemon.directory, 0o755)
+        let socket = ["--socket", daemon.socketPath]
+
+        let started = monotonicSeconds()
+        let reduced = await Self.locationctl(as: 1, ["get", "--accuracy", "reduced", "--timeout", "20"] + socket)
+        let took = monotonicSeconds() - started
+        #expect(took >= 2.4 && took < 10, "waits the cadence's 2.5 s, not the 20 s asked: \(took) s")
+        #expect(reduced.status == 75, "\(reduced)\n\(daemon.log)")
+        #expect(reduced.stdout.isEmpty)
+        // It never had a report: its first goes with the first fix (ReducedPacing.recordNotice), so it is due now.
+        #expect(reduced.stderr == "locationctl get: no fix yet; at reduced accuracy the next report is due now, with the next fix\n", "\(reduced)")
+        let json = await Self.locationctl(as: 1, ["get", "--json", "--accuracy", "reduced", "--timeout", "20"] + socket)
+        #expect(json.status == 75 && json.stderr.contains("no fix yet; at reduced accuracy"), "\(json)")
+        // At full accuracy the daemon waits the timeout asked, and says so.
+        let full = await runLocationctl(["get", "--timeout", "1"] + socket)
+        #expect(full.status == 75 && full.stderr == "locationctl get: no fix within 1 s\n", "\(full)")
+    }
+
     @Test("watch --accuracy reduced under a rule allowing full streams reduced reports",
           .enabled(if: getuid() == 0, "needs root to run clients as other users"))
     func watchHonoursTheCeiling() async throws {

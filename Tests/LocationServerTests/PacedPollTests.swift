@@ -76,4 +76,15 @@ struct PacedPollTests {
         p.publish(PublisherTests.positioned[10], at: PublisherTests.moment(11), into: &out)
         #expect(PublisherTests.reports(out).map(\.accuracy) == [.full])
     }
+
+    @Test("the ERROR of a reduced POLL without a report says when the next is due, in words and in nextReportIn",
+          arguments: [
+              (Duration.seconds(900), "no fix yet; at reduced accuracy the next report is due in 15 min 0 s", 900.0),
+              (.milliseconds(722_100), "no fix yet; at reduced accuracy the next report is due in 12 min 3 s", 723),
+              (.zero, "no fix yet; at reduced accuracy the next report is due now, with the next fix", 0),
+          ])
+    func noFixErrorText(wait: Duration, message: String, seconds: Double) {
+        let line = String(decoding: ServerState.pacedPollError("no fix yet; at reduced accuracy the next report is due", wait: wait), as: UTF8.self)
+        #expect(line == #"{"class":"ERROR","request":"POLL","message":"\#(message)","nextReportIn":\#(Int(seconds))}"# + "\n")
+    }
 }

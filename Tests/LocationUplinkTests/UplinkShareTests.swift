@@ -91,4 +91,66 @@ struct UplinkShareTests {
         #expect(status.output.hasSuffix("online\n"), "\(status.output)")
         #expect(access(scratch.path + "/state/sharing", F_OK) != 0, "the state file is removed when sharing is on")
     }
+
+    /// Lets a few reports reach the broker, stops it (SIGTERM), and waits until at least three reports were
+    /// spooled after the link was known down (never handed to libmosquitto); then runs `locationctl share
+    /// off ARGS` and starts the broker again, waiting until the uplink is connected to it.
+    /// - Returns: the reports' subscriber, the daemon, and the tst of the reports held in the spool then.
+    static func backlogThenOff(_ scratch: Scratch, _ broker: Broker, off arguments: [String]) throws -> (reports: Spawned, daemon: UplinkDaemon, held: Set<Int>) {
+        let reports = try broker.subscribe("share/fleet", seconds: 90, name: "reports", session: "consumer")
+        let daemon = try Self.start(scratch: scratch, broker: broker, rate: "2")
+        #expect(eventually(15) { Self.tsts(reports).count >= 3 }, "\(daemon.log)")
+        broker.stop(SIGTERM)
+        #expect(eventually(10) { daemon.log.contains("uplink not connected") }, "\(daemon.log)")
+        let spoolPath = scratch.path + "/state/uplink-fleet.spool"
+        // What libmosquitto may have had when the link went (resent by it, as QoS 1 requires) is left out.
+        let atLoss = Set(spooledReports(spoolPath).reports.map(\.tst))
+        #expect(eventually(15) { Set(spooledReports(spoolPath).reports.map(\.tst)).subtracting(atLoss).count >= 3 }, "\(daemon.log)")
+        let held = Set(spooledReports(spoolPath).reports.map(\.tst)).subtracting(atLoss)
+        let off = try Self.share(scratch, ["off"] + arguments)
+        #expect(off.status == 0 && off.output.hasPrefix("sharing off"), "\(off.status) \(off.output)")
+        try broker.start()
+        let connections = { daemon.log.split(separator: "\n").filter { $0.contains("uplink connected") }.count }
+        #expect(eventually(40) { connections() >= 2 }, "reconnected: \(daemon.log)")
+        return (reports, daemon, held)
+    }
+
+    @Test("share off holds what the spool had when the broker comes back; share on sends it (issue 32)")
+    func offHoldsTheBacklog() throws {
+        let scratch = try Scratch()
+        let broker = try Broker(scratch: scratch, persistent: true)
+        let (reports, daemon, held) = try Self.backlogThenOff(scratch, broker, off: [])
+        sleep(2)  // the backlog would leave at once on the reconnection (it did, before)
+        #expect(Self.tsts(reports).intersection(held).isEmpty, "spooled reports left while sharing was off: \(Self.tsts(reports).intersection(held).sorted())")
+        let spooled = Set(spooledReports(scratch.path + "/state/uplink-fleet.spool").reports.map(\.tst))
+        #expect(spooled.isSuperset(of: held), "the spool keeps them: \(spooled.sorted()) of \(held.sorted())")
+        let on = try Self.share(scratch, ["on"])
+        #expect(on.status == 0 && on.output.hasPrefix("sharing on"), "\(on.output)")
+        #expect(eventually(20) { Self.tsts(reports).isSuperset(of: held) }, "the backlog goes once sharing is on: \(daemon.log)")
+    }
+
+    @Test("share off --discard drops what the spool had: it never goes, not even after share on (issue 32)")
+    func offDiscardDropsTheBacklog() throws {
+        let scratch = try Scratch()
+        let broker = try Broker(scratch: scratch, persistent: true)
+        let (reports, daemon, held) = try Self.backlogThenOff(scratch, broker, off: ["--discard"])
+        let spoolPath = scratch.path + "/state/uplink-fleet.spool"
+        #expect(eventually(5) { Set(spooledReports(spoolPath).reports.map(\.tst)).intersection(held).isEmpty }, "dropped from the spool file")
+        #expect(daemon.log.contains("uplink spool discarded"), "\(daemon.log)")
+        let on = try Self.share(scratch, ["on"])
+        #expect(on.status == 0, "\(on.output)")
+        // Reports made after sharing is on arrive; none of the discarded ones ever does.
+        #expect(eventually(20) { Self.tsts(reports).contains { $0 > (held.max() ?? 0) } }, "\(daemon.log)")
+        sleep(1)
+        #expect(Self.tsts(reports).intersection(held).isEmpty, "discarded reports were sent: \(Self.tsts(reports).intersection(held).sorted())")
+        let audit = (try? String(contentsOfFile: scratch.path + "/state/audit-uid-0.jsonl", encoding: .utf8)) ?? ""
+        #expect(audit.contains("spooled reports discarded"), "\(audit)")
+    }
+
+    @Test("--discard goes with off only")
+    func discardNeedsOff() throws {
+        let scratch = try Scratch()
+        let on = try Self.share(scratch, ["on", "--discard"])
+        #expect(on.status == 64 && on.output.contains("--discard goes with off"), "\(on.status) \(on.output)")
+    }
 }

@@ -30,7 +30,18 @@ struct RequestEncodingTests {
         .revoke(subject: .user("1000")),
         .audit(since: nil),
         .audit(since: 1_700_000_000.5),
+        .share(sharing: nil, forSeconds: nil),
+        .share(sharing: true, forSeconds: nil),
+        .share(sharing: false, forSeconds: 3600),
+        .share(sharing: false, forSeconds: nil, discard: true),
     ]
+
+    @Test("SHARE's discard goes with sharing false only")
+    func discardNeedsOff() {
+        #expect(throws: RequestError.self) { try RequestParser.parse(Array(#"{"class":"SHARE","sharing":true,"discard":true}"#.utf8)) }
+        #expect(throws: RequestError.self) { try RequestParser.parse(Array(#"{"class":"SHARE","discard":true}"#.utf8)) }
+        #expect(throws: RequestError.self) { try RequestParser.parse(Array(#"{"class":"SHARE","sharing":false,"discard":1}"#.utf8)) }
+    }
 
     @Test("encode then parse gives the same request", arguments: requests)
     func roundTrip(request: Request) throws {

@@ -7,13 +7,13 @@ extension NativeFront {
     /// Subscribes an uplink (a fleet broker): from the next fix on, `sink` gets what it may see.
     /// - Parameter sharing: told at once and on every change whether sharing is on (`locationctl share`).
     /// - Parameter status: the uplink's state for STATUS (shown to root and the admin group).
-    public func addUplink(_ subscription: UplinkSubscription, sink: @escaping UplinkSink, sharing: (@Sendable (Bool) -> Void)? = nil,
+    public func addUplink(_ subscription: UplinkSubscription, sink: @escaping UplinkSink, sharing: SharingSink? = nil,
                           status: (@Sendable () -> ServerMessage.Status.Uplink)? = nil) {
         // Read outside the lock: /proc and the user database.
         let identity = ClientIdentity.ofDaemon()
         state.withLock { s in
             s.publisher.addUplink(subscription, identity: identity, sink: sink, sharing: sharing, status: status)
-            sharing?(!s.publisher.uplinks.sharing.isPaused(at: Moment.now().wall))
+            sharing?(s.publisher.uplinks.sharing.isPaused(at: Moment.now().wall) ? .off(discard: false) : .on)
         }
     }
 

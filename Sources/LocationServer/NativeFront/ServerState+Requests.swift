@@ -35,8 +35,8 @@ extension ServerState {
             if let delivery = publisher.announce(id, state, force: true) { deliver([delivery], at: now.wall) }
         case let .fullAccuracy(key):
             authorize(id, .temporaryFullAccuracy(purposeKey: key), request: "FULLACCURACY", at: now)
-        case let .share(sharing, forSeconds):
-            share(id, sharing: sharing, forSeconds: forSeconds, at: now)
+        case let .share(sharing, forSeconds, discard):
+            share(id, sharing: sharing, forSeconds: forSeconds, discard: discard, at: now)
         case .agent, .answer, .grants, .grant, .revoke, .audit:
             admin(request, from: id, at: now)
         }
@@ -103,9 +103,7 @@ extension ServerState {
         if state.accuracy == .reduced {
             let wait = publisher.reducedReportDue(of: id, at: now)
             if wait > timeout {
-                let seconds = Int(wait.components.seconds) + (wait.components.attoseconds > 0 ? 1 : 0)
-                let message = "reduced accuracy: the next report is due in \(DurationText.minutesAndSeconds(seconds))"
-                send(id, ServerMessage.error(.init(request: "POLL", message: message, nextReportIn: Double(seconds))).encoded())
+                send(id, Self.pacedPollError("reduced accuracy: the next report is due", wait: wait))
                 return
             }
             timeout = publisher.reducedPollWait(of: id, at: now)
@@ -115,6 +113,18 @@ extension ServerState {
             return
         }
         effects.append(.schedule(.pollTimeout(client: id, poll: poll, after: timeout), after: timeout))
+    }
+
+    /// The ERROR of a reduced client's POLL that gets no report: `prefix`, then when the next report is due ("in
+    /// 12 min 3 s", or "now, with the next fix" when it is), that time also in `nextReportIn` (seconds, whole,
+    /// rounded up; docs/PROTOCOL.md "POLL").
+    /// - Parameters:
+    ///   - prefix: what happened, e.g. "reduced accuracy: the next report is due".
+    ///   - wait: the time until the client's next report is due (`Publisher.reducedReportDue`).
+    static func pacedPollError(_ prefix: String, wait: Duration) -> [UInt8] {
+        let seconds = Int(wait.components.seconds) + (wait.components.attoseconds > 0 ? 1 : 0)
+        let message = prefix + (seconds > 0 ? " in \(DurationText.minutesAndSeconds(seconds))" : " now, with the next fix")
+        return ServerMessage.error(.init(request: "POLL", message: message, nextReportIn: Double(seconds))).encoded()
     }
 
     /// AUTHORIZE and FULLACCURACY: decide; grant, refuse, or ask the agents.

@@ -7,7 +7,8 @@ import LocationPosix
 import LocationWire
 
 /// The sharing switch of the uplinks (issue 17): the person on board pauses what leaves the machine.
-/// While paused, no uplink is handed a report, so none is spooled to be sent later.
+/// While paused, no uplink is handed a report, so none is spooled to be sent later, and the uplinks send
+/// nothing of what their spools held from before (issue 32); `discard` drops that.
 public struct SharingState: Sendable, Equatable {
     /// Unix seconds until which sharing is off; `.infinity`: until switched on; nil: sharing.
     public var pausedUntil: Double?
@@ -41,8 +42,8 @@ struct SharingSettings {
 extension ServerState {
     /// SHARE: the sharing switch. Root, the admin group and the `share-group` may turn it or ask; others
     /// get an ERROR. A change takes effect before the next fix, is audited and logged, and kept in the
-    /// state file so that it survives a restart.
-    mutating func share(_ id: Int, sharing: Bool?, forSeconds: Double?, at now: Moment) {
+    /// state file so that it survives a restart. While off, the uplinks hold their spools (`discard`: drop them).
+    mutating func share(_ id: Int, sharing: Bool?, forSeconds: Double?, discard: Bool = false, at now: Moment) {
         guard let identity = connections[id]?.identity else { return }
         let inGroup = publisher.uplinks.settings.group.map { identity.groups.contains($0) } ?? false
         guard publisher.policy.isAdmin(identity) || inGroup else {
@@ -51,8 +52,9 @@ extension ServerState {
         }
         if let sharing {
             let state = SharingState(pausedUntil: sharing ? nil : forSeconds.map { now.wall + $0 } ?? .infinity)
-            setSharing(state, at: now.wall)
-            let what = sharing ? "sharing on" : forSeconds.map { "sharing off for \(DurationText.minutesAndSeconds(Int($0.rounded(.up))))" } ?? "sharing off"
+            setSharing(state, discard: discard, at: now.wall)
+            var what = sharing ? "sharing on" : forSeconds.map { "sharing off for \(DurationText.minutesAndSeconds(Int($0.rounded(.up))))" } ?? "sharing off"
+            if discard { what += ", spooled reports discarded" }
             context.store.record(AuditEvent(event: "share", identity: identity, name: nil, request: "SHARE", status: sharing ? "on" : "off",
                                             accuracy: nil, reason: what + " (\(publisher.uplinks.entries.count) uplinks)"), at: now.wall)
             context.log.notice(what, ["client.uid": String(identity.uid), "client.pid": String(identity.pid),
@@ -61,11 +63,12 @@ extension ServerState {
         send(id, shareReply(at: now.wall))
     }
 
-    /// Puts `state` in force, tells the uplinks, arms the end of a timed pause, and writes the state file.
-    mutating func setSharing(_ state: SharingState, at wall: Double) {
+    /// Puts `state` in force, tells the uplinks (`discard`, while paused: to drop what their spools hold), arms the
+    /// end of a timed pause, and writes the state file.
+    mutating func setSharing(_ state: SharingState, discard: Bool = false, at wall: Double) {
         publisher.uplinks.sharing = state
         let paused = state.isPaused(at: wall)
-        for uplink in publisher.uplinks.entries { uplink.sharingSink?(!paused) }
+        for uplink in publisher.uplinks.entries { uplink.sharingSink?(paused ? .off(discard: discard) : .on) }
         armPauseEnd(at: wall)
         guard let path = publisher.uplinks.settings.path else { return }
         // Written before the reply, in this turn: a switch turned off must hold across a crash right
@@ -87,7 +90,7 @@ extension ServerState {
         guard let until = publisher.uplinks.sharing.pausedUntil, until.isFinite else { return }
         guard wall >= until else { return armPauseEnd(at: wall) }
         publisher.uplinks.sharing = SharingState()
-        for uplink in publisher.uplinks.entries { uplink.sharingSink?(true) }
+        for uplink in publisher.uplinks.entries { uplink.sharingSink?(.on) }
         context.log.notice("sharing on: the pause ended")
     }
 

@@ -44,13 +44,25 @@ public struct UplinkSubscription: Sendable {
 /// server's lock, on the fan-out path: it must only queue the report.
 public typealias UplinkSink = @Sendable (Fix, AccuracyAuthorization) -> Void
 
+/// What an uplink is told of the sharing switch (`SHARE`, `locationctl share`).
+public enum SharingChange: Sendable, Equatable {
+    /// Sharing is on: the uplink publishes again, what its spool holds first.
+    case on
+    /// Sharing is off: nothing leaves, not even what the spool holds; with `discard`, the spool's reports are
+    /// dropped, so that they never go.
+    case off(discard: Bool)
+}
+
+/// Told at once and on every change of the sharing switch.
+public typealias SharingSink = @Sendable (SharingChange) -> Void
+
 /// One uplink in the Publisher.
 struct UplinkSubscriber {
     let subscription: UplinkSubscription
     let identity: ClientIdentity
     let sink: UplinkSink
-    /// Told when sharing is switched off (false) or on (true).
-    let sharingSink: (@Sendable (Bool) -> Void)?
+    /// Told when sharing is switched off or on.
+    let sharingSink: SharingSink?
     /// The uplink's state for STATUS (root and the admin group).
     let statusProvider: (@Sendable () -> ServerMessage.Status.Uplink)?
     var filter: DeliveryFilter
@@ -83,7 +95,7 @@ extension Publisher {
     /// Adds an uplink: from the next fix on it gets reports as a watching client at its accuracy would.
     /// - Parameter identity: whom the policy sees: the daemon's own service (`ClientIdentity.ofDaemon()`).
     mutating func addUplink(_ subscription: UplinkSubscription, identity: ClientIdentity, sink: @escaping UplinkSink,
-                            sharing: (@Sendable (Bool) -> Void)? = nil, status: (@Sendable () -> ServerMessage.Status.Uplink)? = nil) {
+                            sharing: SharingSink? = nil, status: (@Sendable () -> ServerMessage.Status.Uplink)? = nil) {
         uplinks.entries.append(UplinkSubscriber(subscription: subscription, identity: identity, sink: sink, sharingSink: sharing, statusProvider: status,
                                                 filter: DeliveryFilter(minInterval: subscription.minInterval,
                                                                        distanceFilter: subscription.distanceFilter)))
