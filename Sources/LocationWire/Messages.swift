@@ -48,7 +48,7 @@ extension ServerMessage {
     ///   - fixDetails: whether to give each receiver's `fixes` count and `lastFixTime` (the timing of
     ///     fixes, for clients that may see them at full accuracy).
     public static func status(mode: FixMode?, clients: Int, receivers: [ReceiverReport], fixDetails: Bool = true,
-                              uplinks: [ServerMessage.Status.Uplink] = []) -> [UInt8] {
+                              uplinks: [ServerMessage.Status.Uplink] = [], you: ClientDescription? = nil) -> [UInt8] {
         // A client without full accuracy sees which receivers there are, not how they are doing: fix
         // counts and times are location data, and the sentence count and state tell the cadence, the
         // satellites in view (from the GSV count) and when the fix is lost; the line speed, once found
@@ -57,7 +57,7 @@ extension ServerMessage {
             ReceiverReport(name: r.name, type: r.type, path: r.path, state: nil, speed: nil, sentences: nil, fixes: nil,
                            errors: nil, priority: r.priority)
         }
-        return ServerMessage.status(Status(mode: mode, clients: clients, receivers: list, uplinks: uplinks)).encoded()
+        return ServerMessage.status(Status(mode: mode, clients: clients, receivers: list, uplinks: uplinks, you: you)).encoded()
     }
 }
 

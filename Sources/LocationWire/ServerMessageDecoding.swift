@@ -75,7 +75,8 @@ extension ServerMessage {
                               accuracy: try u.string("accuracy") ?? "?", state: try u.string("state") ?? "?", reason: try u.string("reason"),
                               spooled: try u.integer("spooled") ?? 0, sent: try u.integer("sent") ?? 0, dropped: try u.integer("dropped") ?? 0)
             }
-            return .status(Status(mode: try m.fixMode("mode"), clients: try m.integer("clients") ?? 0, receivers: receivers, uplinks: uplinks))
+            return .status(Status(mode: try m.fixMode("mode"), clients: try m.integer("clients") ?? 0, receivers: receivers, uplinks: uplinks,
+                                  you: try m.object("you").map(ClientDescription.init)))
         case "AUTHORIZATION":
             guard let status = try m.enumeration("status", AuthorizationStatus.self) else {
                 throw m.error("status", "is missing")

@@ -219,9 +219,13 @@ extension ServerMessage {
         /// The fleet uplinks (MQTT brokers), shown to root and the admin group only (`uplinks`; absent
         /// reads as none).
         public var uplinks: [Uplink]
+        /// The asking client as the daemon identified it (`you`, protocol 1.5): pid, uid, user, program and how it
+        /// was identified (`ClientDescription.identified`).
+        public var you: ClientDescription?
 
         /// Makes the value; each parameter is the property of the same name (units there).
-        public init(mode: FixMode?, clients: Int, receivers: [Receiver], uplinks: [Uplink] = []) {
+        public init(mode: FixMode?, clients: Int, receivers: [Receiver], uplinks: [Uplink] = [], you: ClientDescription? = nil) {
+            self.you = you
             self.mode = mode
             self.clients = clients
             self.receivers = receivers
@@ -233,6 +237,7 @@ extension ServerMessage {
             w.field("clients", clients)
             w.objects("receivers", receivers) { $0.writeMembers(to: &$1) }
             if !uplinks.isEmpty { w.objects("uplinks", uplinks) { $0.writeMembers(to: &$1) } }
+            you?.write("you", to: &w)
         }
 
         /// One fleet uplink (an `uplinks[]` element; locationd.conf(5) "[uplink NAME]").

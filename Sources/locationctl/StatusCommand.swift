@@ -1,5 +1,6 @@
 import LocationClient
 import LocationCore
+import LocationWire
 
 /// `locationctl status`: the daemon's receivers and clients.
 enum StatusCommand {
@@ -53,6 +54,11 @@ enum StatusCommand {
         var text = "fix: \(mode)   clients: \(status.clients)"
         if let release { text += "   locationd \(release)" }
         text += "\n"
+        // How the daemon knows this very client: what a rule or an approval for it will match.
+        if let you = status.message.you, let identified = you.identified {
+            text += "this client: \(DisplayText.escaped(you.executable ?? "?")), pid \(you.pid.map(String.init) ?? "?"), "
+                + "uid \(you.uid.map(String.init) ?? "?"): \(DisplayText.escaped(identified))\n"
+        }
         guard !status.receivers.isEmpty else { return text + "no receivers configured\n" }
         var rows = [["RECEIVER", "TYPE", "STATE", "PRIORITY", "SENTENCES", "FIXES", "ERRORS", "LAST FIX", "SOURCE"]]
         var reasons: [Int: String] = [:]

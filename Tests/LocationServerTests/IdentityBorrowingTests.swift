@@ -228,4 +228,22 @@ struct IdentityBorrowingTests {
         let why = scrubbed ? "runs code from \(library), owned by uid 1" : "LD_PRELOAD in its environment"
         #expect(daemon.log.contains(why), "\(daemon.log.suffix(1500))")
     }
+
+    // MARK: - Identity strength, shown
+
+    @Test("status, the agent's question and the audit say how each client was identified")
+    func strengthShown() throws {
+        let (daemon, _, directory) = try Self.daemon()
+        defer { daemon.stop() }
+        // locationctl, root's and cleanly loaded: a verified executable.
+        let status = try E2E.run([AuditFloodTests.locationctl, "--socket", daemon.socketPath, "status"], in: directory).stdout
+        #expect(status.contains("this client: \(AuditFloodTests.locationctl), pid ") && status.contains(": verified executable"), "\(status)")
+        // python as uid 1: an interpreter, unverified; its refused AUTHORIZE is audited with that.
+        let python = try E2E.run(["setpriv", "--reuid=1", "--regid=1", "--clear-groups", "/usr/bin/python3", "-c", E2E.pythonClient,
+                                  daemon.socketPath, "0.5", #"{"class":"STATUS"}"#, #"{"class":"AUTHORIZE"}"#], in: directory).stdout
+        #expect(python.contains(#""identified":"unverified (an interpreter (/usr/bin/python3"#), "\(python)")
+        let audit = try E2E.run([AuditFloodTests.locationctl, "--socket", daemon.socketPath, "audit"], in: directory).stdout
+        #expect(audit.contains("\(TCPPeerTests.realPath("/usr/bin/python3") ?? "?"), unverified"), "\(audit)")
+        #expect(daemon.log.contains(#"client.identified="unverified (an interpreter"#), "\(daemon.log.suffix(1500))")
+    }
 }

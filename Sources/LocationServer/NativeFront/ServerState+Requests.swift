@@ -59,9 +59,12 @@ extension ServerState {
             return shown
         }
         let clients = publisher.policy.isAdmin(identity) ? connections.count : connectionCount(of: identity.uid)
+        let you = ClientDescription(pid: Int(identity.pid), uid: Int(identity.uid), user: identity.user,
+                                    executable: AuditText.bounded(identity.program), unit: AuditText.bounded(identity.unit ?? identity.userUnit),
+                                    identified: identity.strength.description)
         send(id, ServerMessage.status(mode: mode,
                                       clients: clients, receivers: context.receivers.receiverReports(),
-                                      fixDetails: accuracy == .full, uplinks: uplinks))
+                                      fixDetails: accuracy == .full, uplinks: uplinks, you: you))
     }
 
     /// The client's authorization for a location request; an unauthorized client gets its status, then
