@@ -14,11 +14,26 @@ public struct SocketHolderScan: Sendable {
     public var unreadUsers: Set<UInt32> = []
     /// Descriptors read in all.
     public var descriptorsRead = 0
+    /// Where each holder holds each socket: the descriptor number (`"pid inode"` → its name in /proc/PID/fd).
+    var descriptors: [String: String] = [:]
 
     public init() {}
 
     /// The holders of `inode`, none when no readable process holds it.
     public func holders(of inode: UInt64) -> [Int32] { holders[inode] ?? [] }
+
+    /// Whether process `pid` still holds socket `inode` at the descriptor where this pass found it: one look
+    /// (a readlink, or one fdinfo file), where reading all its descriptors again cost a client of 1000
+    /// connections half a million reads. A process pinned after the pass that passes this is the holder the
+    /// pass saw, not another that took its pid.
+    public func stillHolds(_ pid: Int32, _ inode: UInt64) -> Bool {
+        guard let name = descriptors["\(pid) \(inode)"] else { return false }
+        if case .success(let link) = FileDescriptorOps.readLink("/proc/\(pid)/fd/\(name)") {
+            return PeerProcess.socketInode(link) == inode
+        }
+        guard let sockfs = PeerProcess.socketMountID, let entry = PeerProcess.descriptorInfo("/proc/\(pid)/fdinfo/\(name)") else { return false }
+        return entry.mountID == sockfs && entry.inode == inode
+    }
 }
 
 extension PeerProcess {
@@ -48,24 +63,27 @@ extension PeerProcess {
                 scan.unreadUsers.insert(uid)
                 continue
             }
-            for inode in held { scan.holders[inode, default: []].append(pid) }
+            for (inode, name) in held {
+                scan.holders[inode, default: []].append(pid)
+                scan.descriptors["\(pid) \(inode)"] = name
+            }
         }
         for inode in scan.holders.keys { scan.holders[inode]?.sort() }
         return scan
     }
 
-    /// The sockets among `inodes` that process `pid` has descriptors open on, reading at most `budget`
-    /// descriptors (what it reads is taken off); nil when it has more than are left. Empty when its
-    /// descriptors cannot be read.
-    static func sockets(heldBy pid: Int32, among inodes: Set<UInt64>, budget: inout Int) -> [UInt64]? {
-        var found: [UInt64] = []
+    /// The sockets among `inodes` that process `pid` has descriptors open on, each with the descriptor's name,
+    /// reading at most `budget` descriptors (what it reads is taken off); nil when it has more than are left.
+    /// Empty when its descriptors cannot be read.
+    static func sockets(heldBy pid: Int32, among inodes: Set<UInt64>, budget: inout Int) -> [(inode: UInt64, descriptor: String)]? {
+        var found: [(inode: UInt64, descriptor: String)] = []
         if case .success(let names) = FileDescriptorOps.directoryEntries(atPath: "/proc/\(pid)/fd") {
             guard names.count <= budget else { return nil }
             budget -= names.count
             for name in names {
                 guard case .success(let link) = FileDescriptorOps.readLink("/proc/\(pid)/fd/\(name)"),
                       let inode = socketInode(link), inodes.contains(inode) else { continue }
-                found.append(inode)
+                found.append((inode, name))
             }
             return found
         }
@@ -76,7 +94,7 @@ extension PeerProcess {
         for name in names {
             guard let entry = descriptorInfo("/proc/\(pid)/fdinfo/\(name)"), entry.mountID == sockfs,
                   inodes.contains(entry.inode) else { continue }
-            found.append(entry.inode)
+            found.append((entry.inode, name))
         }
         return found
     }

@@ -41,7 +41,7 @@ extension ClientIdentity {
                                            unreadUsers: scan.unreadUsers, refuseMixed: true)
         guard let status = PeerProcess.status(of: pid) else { throw .exited }
         // Still the same process, still holding the socket: else the pid was reused or the socket handed on.
-        guard PeerProcess.process(pid, holdsSocket: owner.inode), PeerProcess.isRunning(pidfd) else { throw .exited }
+        guard scan.stillHolds(pid, owner.inode), PeerProcess.isRunning(pidfd) else { throw .exited }
         var identity = ClientIdentity(pid: pid, uid: owner.uid, gid: status.gid, user: UserDatabase.name(ofUser: owner.uid),
                                       groups: groupNames([status.gid] + status.groups), verifiedByPidFD: true)
         identity.apply(held)
