@@ -53,7 +53,7 @@ static struct nlmsghdr *sock_diag_ask(void *request, size_t length, struct nlmsg
 
 int locationd_tcp_socket_owner(int family, const uint8_t *source, uint16_t source_port,
                                const uint8_t *destination, uint16_t destination_port,
-                               uint32_t *uid, uint64_t *inode) {
+                               uint32_t *uid, uint64_t *inode, uint32_t *unread) {
     if (family != AF_INET && family != AF_INET6) { errno = EAFNOSUPPORT; return -1; }
     struct {
         struct nlmsghdr header;
@@ -79,6 +79,7 @@ int locationd_tcp_socket_owner(int family, const uint8_t *source, uint16_t sourc
     struct inet_diag_msg *found = NLMSG_DATA(answer);
     *uid = found->idiag_uid;
     *inode = found->idiag_inode;
+    *unread = found->idiag_rqueue;
     return 0;
 }
 

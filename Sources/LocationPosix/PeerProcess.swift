@@ -130,17 +130,25 @@ public enum PeerProcess {
     /// other end of our connection — the one whose local end is `peer` and remote end `ours`; nil when
     /// the kernel has no such socket (it is not on this host, or already closed).
     public static func tcpSocketOwner(peer: TCPAddress, ours: TCPAddress) -> (uid: UInt32, inode: UInt64)? {
+        tcpPeerSocket(peer: peer, ours: ours).map { ($0.uid, $0.inode) }
+    }
+
+    /// `tcpSocketOwner`, with the bytes that socket's owner has left unread in its receive queue (inet_diag
+    /// `idiag_rqueue`): on loopback the kernel acknowledges what lands there, so our own send queue
+    /// (SIOCOUTQ) does not show a peer that reads nothing until that queue is full.
+    public static func tcpPeerSocket(peer: TCPAddress, ours: TCPAddress) -> (uid: UInt32, inode: UInt64, unread: Int)? {
         guard peer.family == ours.family else { return nil }
-        var uid: UInt32 = 0, inode: UInt64 = 0
+        var uid: UInt32 = 0, inode: UInt64 = 0, unread: UInt32 = 0
         let result = peer.bytes.withUnsafeBufferPointer { source in
             ours.bytes.withUnsafeBufferPointer { destination in
                 funnel(.socket) {
-                    locationd_tcp_socket_owner(peer.family, source.baseAddress, peer.port, destination.baseAddress, ours.port, &uid, &inode)
+                    locationd_tcp_socket_owner(peer.family, source.baseAddress, peer.port, destination.baseAddress, ours.port,
+                                               &uid, &inode, &unread)
                 }
             }
         }
         guard case .success = result, inode != 0 else { return nil }
-        return (uid, inode)
+        return (uid, inode, Int(unread))
     }
 
     /// The processes with `uid` among their user ids (/proc/PID/status `Uid:`: real, effective, saved,

@@ -172,6 +172,26 @@ struct IdentityBorrowingTests {
         #expect(daemon.log.contains("the processes holding this connection changed"), "\(daemon.log.suffix(1500))")
     }
 
+    @Test("finding 2, what a parked descriptor collects: a gpsd client that reads nothing is cut after client-timeout")
+    func tcpNonReaderCut() throws {
+        let port = try GpsdFrontEndToEndTests.freePort()
+        let daemon = try DaemonProcess(config: E2E.config(policy: "access = always\naccuracy = full", rate: "4"),
+                                       daemonKeys: "gpsd-listen = 127.0.0.1:\(port)\nclient-timeout = 2s\n")
+        defer { daemon.stop() }
+        _ = Self.waitUntil(seconds: 10) { daemon.log.contains(" started socket=") }
+        let directory = String(daemon.socketPath[..<daemon.socketPath.lastIndex(of: "/")!])
+        // Watches and never reads: on loopback what the daemon sends lands in its receive queue, acknowledged.
+        let sleeper = try E2E.start(["/usr/bin/python3", "-c", """
+            import socket, sys, time
+            s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+            s.sendall(b'?WATCH={"enable":true,"json":true};\\n')
+            time.sleep(30)
+            """, String(port)], in: directory)
+        defer { kill(sleeper.pid, SIGKILL); _ = E2E.finish(sleeper) }
+        // Before, it was seen only once its receive buffer was full: minutes of reports at this rate.
+        #expect(Self.waitUntil(seconds: 15) { daemon.log.contains("read nothing for 2 s") }, "\(daemon.log.suffix(1500))")
+    }
+
     // MARK: - Finding 3
 
     /// A library whose constructor, in any program it is preloaded into, POLLs the daemon at $LOCATIOND_SOCKET and

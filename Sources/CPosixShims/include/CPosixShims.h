@@ -69,10 +69,11 @@ int locationd_file_identity(const char *path, uint64_t *device, uint64_t *inode)
 /// sock_diag (NETLINK_SOCK_DIAG, as ss(8) asks): the owning uid and inode of the TCP socket on this host
 /// whose local end is `source`:`source_port` and remote end `destination`:`destination_port`
 /// (`family` AF_INET: 4-byte addresses, AF_INET6: 16; network byte order; ports in host order).
-/// 0, or -1 with errno (ENOENT: no such socket).
+/// 0, or -1 with errno (ENOENT: no such socket). `unread`: the bytes in that socket's receive queue its
+/// owner has not read (inet_diag `idiag_rqueue`).
 int locationd_tcp_socket_owner(int family, const uint8_t *source, uint16_t source_port,
                                const uint8_t *destination, uint16_t destination_port,
-                               uint32_t *uid, uint64_t *inode);
+                               uint32_t *uid, uint64_t *inode, uint32_t *unread);
 
 /// sock_diag for AF_UNIX: the inode of the socket connected to the Unix socket with inode `inode` (its
 /// peer's end; fstat(2) of our end gives `inode`). 0, or -1 with errno.

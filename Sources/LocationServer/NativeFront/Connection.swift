@@ -66,7 +66,8 @@ struct Connection {
     /// The stuck-reader sweep's look at this client: whether it read nothing for `timeout` while messages
     /// waited for it — in our queue or in the kernel's socket buffer (SIOCOUTQ); notes its progress if not.
     mutating func isStuck(now: ContinuousClock.Instant, timeout: Duration) -> Bool {
-        let unreadInKernel = max(0, Int(locationd_socket_unread_bytes(fd)))
+        var unreadInKernel = max(0, Int(locationd_socket_unread_bytes(fd)))
+        if front == .gpsd { unreadInKernel += peerUnread() }
         let sentSince = output.totalSent - sentAtLastLook
         defer { (unreadAtLastLook, sentAtLastLook) = (unreadInKernel, output.totalSent) }
         // A peer that read nothing leaves the count grown by at least what was sent since: SIOCOUTQ counts
@@ -79,6 +80,16 @@ struct Connection {
             return false
         }
         return now.sinceOrigin - lastReadProgress >= timeout
+    }
+
+    /// The bytes the TCP peer has left unread in its own receive queue (sock_diag; 0 when the kernel does not
+    /// say). On loopback what we send is acknowledged as soon as it lands there, so SIOCOUTQ alone shows a
+    /// peer that reads nothing only once its receive buffer is full — minutes of reports, which a descriptor
+    /// parked in flight collected for whoever picks it up (docs/SECURITY.md "Who a client is").
+    private func peerUnread() -> Int {
+        guard case .success(let ours) = TCPAddress.of(socket: fd, peer: false),
+              case .success(let peer) = TCPAddress.of(socket: fd, peer: true) else { return 0 }
+        return PeerProcess.tcpPeerSocket(peer: peer, ours: ours)?.unread ?? 0
     }
 
     /// Stops watching the socket and closes it.
