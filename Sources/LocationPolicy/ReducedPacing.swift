@@ -1,107 +1,99 @@
-/// Pacing of reduced-accuracy reports: one report per `interval` for each user (ARCHITECTURE.md "Pacing
-/// and quotas") — never per connection, unit or program, so that reconnecting, connecting many times, a
-/// fresh systemd unit or a renamed copy of a program gets no more reports; the same report goes to each
-/// of the user's reduced clients.
+/// Pacing of reduced-accuracy reports: one cadence for the whole daemon (issue 32, finding 4) — every reduced
+/// client of every user, on every front, and the uplinks share it, so adding users, connections, units or renamed
+/// copies of a program adds no report. Before, pacing was per uid: three uids started 10 s apart with
+/// `reduced-interval = 30s` got a fresh reduced report every 10 s between them.
+///
+/// The cadence is a grid of slots, whole multiples of `interval` after `epoch` (the daemon's monotonic origin,
+/// `ContinuousClock.Instant.origin`: a wall-clock grid would repeat or skip a slot when the clock is set, and two
+/// reports would then come closer than `interval`). At most one distinct report goes in a slot, to every reduced
+/// client that wants one at that moment; one that connects later in the slot waits for the next. A slot is used by
+/// its report, or by a fix-loss notice (a reduced client wanted a report, and there was no fix): after either,
+/// nothing more in that slot, so the moment the fix came back or went shows only to the slot. A slot no reduced
+/// client wanted anything in stays free: the first that asks gets the report at once (the first after the daemon
+/// starts, say), and the next slots wait until `interval − slack` has passed since — no two distinct reports are
+/// ever closer than that, whoever asks, on how many connections.
 ///
 /// Core Location sends approximate locations a few times an hour; a report a second would show when the
 /// client crosses a grid line of the reduced position (`LocationFudger`). Pure value: the caller keeps
 /// the clock.
-///
-/// After a client is told the fix was lost (at its due time), the fix's return must not show either: its next
-/// report is due only on a grid from that notice — whole intervals after it, for `window` each — not at the first
-/// fix after the interval, which went out within milliseconds of the receiver regaining its fix (found by a helper
-/// attacking the daemon as uid 1). A report puts the cadence back to "an interval after the last report".
 public struct ReducedPacing: Sendable {
-    /// Whom pacing counts for: the kernel-verified uid alone. The systemd unit is named freely
-    /// (`systemd-run --user --scope` makes a new one each time), and so, in effect, is the executable: a
-    /// user can copy a program under any name (a security review reset the pacing with renamed copies of
-    /// python), so all of a user's programs share one cadence.
-    public struct Key: Hashable, Sendable {
-        public var uid: UInt32
+    /// Where the grid of slots starts; slot `n` begins `n × interval` after it.
+    public let epoch: ContinuousClock.Instant
+    /// The last slot used (by a report or a notice), as a whole number of intervals since `epoch`.
+    private var usedSlot: Int64?
+    /// The report that went in `usedSlot` (the Publisher's report serial); nil when it was a notice.
+    private var slotReport: UInt64?
+    /// When the last distinct report went, since `epoch`.
+    private var lastReportAt: Duration?
 
-        public init(uid: UInt32) {
-            self.uid = uid
-        }
-
-        /// The key of a client identity.
-        public init(_ identity: ClientIdentity) {
-            self.init(uid: identity.uid)
-        }
-    }
-
-    /// The most clients remembered; beyond it, entries whose interval has passed are forgotten.
-    public let capacity: Int
-    /// Per key: its last report (or, `afterNotice`, the fix-loss notice since, whose grid it is on) and when.
-    private var last: [Key: (at: ContinuousClock.Instant, report: UInt64, afterNotice: Bool)] = [:]
-
-    /// How long after each instant of the grid after a notice a report may still go: two and a half cycles of a 1 Hz
-    /// receiver, so that one missed epoch does not skip the instant.
+    /// How long after a report is due a POLL waiting for it may still be answered: two and a half cycles of a
+    /// 1 Hz receiver, so that one missed epoch does not turn the slot into a "no fix".
     public static let window = Duration.milliseconds(2500)
+    /// How much less than `interval` two distinct reports may be apart: a 1 Hz receiver's epoch, so that a slot's
+    /// report a little earlier in its slot than the last one was in its own is not put off by a whole epoch.
+    public static let slack = Duration.seconds(1)
 
-    /// - Parameter capacity: how many clients to remember before pruning (4096 by default).
-    public init(capacity: Int = 4096) {
-        self.capacity = capacity
+    /// - Parameter epoch: the grid's start; the daemon passes the monotonic origin it counts all its times from.
+    public init(epoch: ContinuousClock.Instant) {
+        self.epoch = epoch
     }
 
-    /// Whether report number `report` may go to `key` at `now`: the same report it already had (another of
-    /// its connections), or the first after `interval` since its last.
-    public func allows(_ key: Key, report: UInt64, now: ContinuousClock.Instant, interval: Duration) -> Bool {
-        guard let entry = last[key] else { return true }
-        return entry.report == report || Self.due(entry, now: now, interval: interval)
+    /// The slot `now` falls in: whole `interval`s since `epoch`.
+    public func slot(at now: ContinuousClock.Instant, interval: Duration) -> Int64 {
+        let i = Self.nanoseconds(interval)
+        return i > 0 ? Self.nanoseconds(now - epoch) / i : 0
     }
 
-    /// Whether report number `report` going to `key` at `now` would start a new interval: it is due, and it
-    /// is not the report `key` last had (that one's interval started when it was first given).
-    public func startsInterval(_ key: Key, report: UInt64, now: ContinuousClock.Instant, interval: Duration) -> Bool {
-        guard let entry = last[key] else { return true }
-        return entry.report != report && Self.due(entry, now: now, interval: interval)
+    /// Whether a new report may go at `now`: nothing went in `now`'s slot, and the last report is at least
+    /// `interval − slack` ago.
+    public func isDue(now: ContinuousClock.Instant, interval: Duration) -> Bool {
+        timeUntilDue(now: now, interval: interval) == .zero
     }
 
-    /// Whether `key`'s next report is due at `now`: none yet, or `interval` since its last.
-    public func isDue(_ key: Key, now: ContinuousClock.Instant, interval: Duration) -> Bool {
-        timeUntilDue(key, now: now, interval: interval) == .zero
+    /// Whether report number `report` may go at `now`: a new one is due, or it is the report that went in this slot
+    /// (another client of the same fan-out, or a connection made before the next fix).
+    public func allows(report: UInt64, now: ContinuousClock.Instant, interval: Duration) -> Bool {
+        (usedSlot == slot(at: now, interval: interval) && slotReport == report) || isDue(now: now, interval: interval)
     }
 
-    /// How long from `now` until `key`'s next report is due: zero when it is (none yet, `interval` since its last,
-    /// or after a notice in a window of its grid), else what is left of `interval` (after a notice, the time to the
-    /// grid's next instant). It depends only on when `key` last got a report or notice — never on the fix — so
-    /// telling it to the client tells nothing its messages did not.
-    public func timeUntilDue(_ key: Key, now: ContinuousClock.Instant, interval: Duration) -> Duration {
-        guard let entry = last[key] else { return .zero }
-        let elapsed = now - entry.at
-        if elapsed < interval { return interval - elapsed }
-        if Self.due(entry, now: now, interval: interval) { return .zero }
-        return interval - Self.sinceInstant(elapsed, interval: interval)
+    /// How long from `now` until the next report is due: zero when it is; else until the next slot, or until
+    /// `interval − slack` after the last report, whichever is later. It depends on the clock and on when the slots
+    /// were used — never on the fix — so telling it to a client tells nothing its messages did not.
+    public func timeUntilDue(now: ContinuousClock.Instant, interval: Duration) -> Duration {
+        let since = now - epoch
+        let current = slot(at: now, interval: interval)
+        var due = usedSlot.map { $0 >= current } == true ? Self.start(of: current + 1, interval: interval) : since
+        if let lastReportAt, interval > Self.slack { due = max(due, lastReportAt + interval - Self.slack) }
+        return due > since ? due - since : .zero
     }
 
-    /// Records that report number `report` went to `key` at `now` (a second connection getting the same
-    /// report does not restart the interval).
-    public mutating func record(_ key: Key, report: UInt64, now: ContinuousClock.Instant, interval: Duration) {
-        if last[key]?.report == report { return }
-        if last.count >= capacity { last = last.filter { now - $0.value.at < interval } }
-        last[key] = (now, report, false)
+    /// Records that report number `report` went at `now` (to one client or many: the same report again changes nothing).
+    public mutating func record(report: UInt64, now: ContinuousClock.Instant, interval: Duration) {
+        let current = slot(at: now, interval: interval)
+        if usedSlot == current, slotReport == report { return }
+        usedSlot = current
+        slotReport = report
+        lastReportAt = now - epoch
     }
 
-    /// Records that `key` was told at `now` that the fix was lost: its next report is due on the grid from now. A key
-    /// that never had a report keeps none (its first report comes with the first fix, whose time it tells anyway).
-    public mutating func recordNotice(_ key: Key, now: ContinuousClock.Instant) {
-        guard let entry = last[key] else { return }
-        last[key] = (now, entry.report, true)
+    /// Records that reduced clients were due a report at `now` and there was no fix (they are told so): `now`'s slot is
+    /// used, and the fix's return shows no sooner than the next slot. Before the daemon's first reduced report none is
+    /// kept: that report comes with the first fix, whose time it tells anyway (once per daemon, not per user).
+    public mutating func recordNotice(now: ContinuousClock.Instant, interval: Duration) {
+        let current = slot(at: now, interval: interval)
+        guard lastReportAt != nil, usedSlot != current else { return }
+        usedSlot = current
+        slotReport = nil
     }
 
-    /// Whether `entry`'s next report is due at `now`: `interval` after it; after a notice, in a window of its grid.
-    private static func due(_ entry: (at: ContinuousClock.Instant, report: UInt64, afterNotice: Bool), now: ContinuousClock.Instant,
-                            interval: Duration) -> Bool {
-        let elapsed = now - entry.at
-        guard elapsed >= interval else { return false }
-        return !entry.afterNotice || interval <= window || sinceInstant(elapsed, interval: interval) <= window
+    /// Where slot `slot` starts, since `epoch`.
+    private static func start(of slot: Int64, interval: Duration) -> Duration {
+        .nanoseconds(slot * nanoseconds(interval))
     }
 
-    /// How long after the grid's latest instant (whole intervals after its start) `elapsed` since its start is.
-    static func sinceInstant(_ elapsed: Duration, interval: Duration) -> Duration {
-        let (es, ea) = elapsed.components, (is_, ia) = interval.components
-        // In nanoseconds: an Int64 holds 292 years of them.
-        let e = es * 1_000_000_000 + ea / 1_000_000_000, i = is_ * 1_000_000_000 + ia / 1_000_000_000
-        return .nanoseconds(i > 0 ? e % i : 0)
+    /// `duration` in nanoseconds: an Int64 holds 292 years of them.
+    private static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 }

@@ -8,27 +8,60 @@ import Testing
 /// depends on nothing but when it last got a report.
 @Suite("Publisher: requested accuracy and the pacing's due time")
 struct PacedPollTests {
-    static let key = ReducedPacing.Key(uid: 1000)
     static let start = ContinuousClock.now
 
-    @Test("timeUntilDue: zero before any report and from reduced-interval on; what is left of it in between",
+    /// A pacing whose grid starts at `start`, read at `seconds` after it.
+    static func at(_ seconds: Double) -> ContinuousClock.Instant { start + .seconds(seconds) }
+
+    @Test("one grid for everyone: a report uses its slot; the next is due at the next slot, at least interval − 1 s later",
           arguments: [
-              (nil as Double?, 0.0, 0.0),        // never had a report: due
-              (0, 0, 900),                       // just had one: a whole interval
+              (nil as Double?, 0.0, 0.0),        // nothing yet: due
+              (nil, 1234, 0),
+              (0, 0, 900),                       // a report at the slot's start: the next slot
               (0, 1, 899),
-              (0, 897.5, 2.5),
               (0, 900, 0),                       // due exactly then
-              (0, 5000, 0),
+              (0, 5000, 0),                      // slot 5, unused
+              (10, 11, 898),                     // late in slot 0: slot 1 from 900, and 899 s after it: 909
+              (450, 451, 898),                   // mid-slot (a first report nobody had used the slot for): 1349
+              (450, 1349, 0),
           ])
-    func timeUntilDue(recordedAt: Double?, queriedAt: Double, expected: Double) {
-        var pacing = ReducedPacing()
-        if let recordedAt { pacing.record(Self.key, report: 1, now: Self.start + .seconds(recordedAt), interval: .seconds(900)) }
-        let wait = pacing.timeUntilDue(Self.key, now: Self.start + .seconds(queriedAt), interval: .seconds(900))
+    func slots(reportAt: Double?, queriedAt: Double, expected: Double) {
+        var pacing = ReducedPacing(epoch: Self.start)
+        if let reportAt { pacing.record(report: 1, now: Self.at(reportAt), interval: .seconds(900)) }
+        let wait = pacing.timeUntilDue(now: Self.at(queriedAt), interval: .seconds(900))
         #expect(wait == .seconds(expected))
-        #expect(pacing.isDue(Self.key, now: Self.start + .seconds(queriedAt), interval: .seconds(900)) == (expected == 0))
-        // Another user's program, or another program of the user: its own time.
-        #expect(pacing.timeUntilDue(.init(uid: 1001), now: Self.start + .seconds(queriedAt),
-                                    interval: .seconds(900)) == .zero)
+        #expect(pacing.isDue(now: Self.at(queriedAt), interval: .seconds(900)) == (expected == 0))
+        // The same report again is allowed within its slot, another not.
+        if let reportAt, expected > 0, pacing.slot(at: Self.at(queriedAt), interval: .seconds(900)) == pacing.slot(at: Self.at(reportAt), interval: .seconds(900)) {
+            #expect(pacing.allows(report: 1, now: Self.at(queriedAt), interval: .seconds(900)))
+            #expect(!pacing.allows(report: 2, now: Self.at(queriedAt), interval: .seconds(900)))
+        }
+    }
+
+    @Test("three users asking 10 s apart get no more distinct reports than one (issue 32, finding 4)")
+    func severalUsersOneCadence() {
+        // Before: pacing per uid — uids started 10 s apart with reduced-interval 30 s had a fresh report every 10 s.
+        var pacing = ReducedPacing(epoch: Self.start)
+        var given: [(at: Double, report: UInt64)] = []
+        var serial: UInt64 = 0
+        for second in 0..<300 {
+            serial += 1                                         // a fix a second
+            let now = Self.at(Double(second))
+            // uid 1 from 0 s, uid 2 from 10 s, uid 3 from 20 s, each watching: each asks at every fix.
+            for uid in 1...3 where second >= (uid - 1) * 10 {
+                guard pacing.allows(report: serial, now: now, interval: .seconds(30)) else { continue }
+                pacing.record(report: serial, now: now, interval: .seconds(30))
+                if given.last?.report != serial { given.append((Double(second), serial)) }
+            }
+        }
+        let gaps = zip(given, given.dropFirst()).map { $1.at - $0.at }
+        #expect(given.count == 10 && gaps.allSatisfy { $0 == 30 }, "\(given)")
+        // A notice uses its slot too: the fix back 1 s later shows at the next slot only.
+        var noticed = ReducedPacing(epoch: Self.start)
+        noticed.record(report: 1, now: Self.at(0.5), interval: .seconds(30))
+        noticed.recordNotice(now: Self.at(30.2), interval: .seconds(30))
+        #expect(!noticed.allows(report: 7, now: Self.at(31.2), interval: .seconds(30)))
+        #expect(noticed.timeUntilDue(now: Self.at(31.2), interval: .seconds(30)) == .seconds(60) - .milliseconds(31200))
     }
 
     /// The fixes after the first report: all with a position, all without, or alternating.
@@ -48,8 +81,8 @@ struct PacedPollTests {
             p.publish(lost ? PublisherTests.fixes[0] : PublisherTests.positioned[i], at: PublisherTests.moment(Double(i)), into: &out)
         }
         #expect(p.reducedReportDue(of: 1, at: PublisherTests.moment(41)) == .seconds(560))
-        // A connection of the same user and program that never had a report itself waits as long.
-        p.connect(2, identity: PublisherTests.weather)
+        // Any connection, of this user or another, waits as long: there is one cadence.
+        p.connect(2, identity: PublisherTests.stranger)
         #expect(p.reducedReportDue(of: 2, at: PublisherTests.moment(41)) == .seconds(560))
         #expect(p.reducedReportDue(of: 1, at: PublisherTests.moment(601)) == .zero)
     }

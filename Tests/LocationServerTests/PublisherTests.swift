@@ -40,7 +40,7 @@ struct PublisherTests {
 
     static func publisher(_ rules: PolicyRules = rules(), grants: GrantSet = GrantSet()) -> Publisher {
         Publisher(policy: PolicyState(rules: rules, grants: grants, adminGroup: "locationd-admin"),
-                  fudger: LocationFudger(gridMeters: 2000, secret: Array(repeating: 7, count: 32), originHour: 0))
+                  fudger: LocationFudger(gridMeters: 2000, secret: Array(repeating: 7, count: 32), originHour: 0), reducedEpoch: start)
     }
 
     /// Second `i` of a run: monotonic from a fixed start, and the capture's day on the wall clock.
@@ -378,11 +378,6 @@ struct PublisherTests {
         first.unit = "run-u1.scope"
         var second = Self.weather
         second.unit = "run-u2.scope"
-        #expect(ReducedPacing.Key(first) == ReducedPacing.Key(second))
-        // A renamed copy of a program is another executable, and the same user: the same key.
-        var copy = Self.weather
-        copy.executable = "/tmp/weather-copy"
-        #expect(ReducedPacing.Key(copy) == ReducedPacing.Key(Self.weather))
         _ = Self.watch(&p, 1, first, at: Self.moment(0))
         var out: [Delivery] = []
         p.publish(Self.positioned[0], at: Self.moment(1), into: &out)
