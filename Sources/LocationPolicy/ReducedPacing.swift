@@ -13,29 +13,43 @@
 /// starts, say), and the next slots wait until `interval − slack` has passed since — no two distinct reports are
 /// ever closer than that, whoever asks, on how many connections.
 ///
+/// The slack (`slack(for:)`: one second, at most half the interval) is what keeps the reports on the grid: each goes
+/// with the first epoch after its slot starts, and that epoch's offset in the slot jitters by milliseconds. Without
+/// it, one epoch a millisecond earlier in its slot than the last report was in its own would be held a whole epoch,
+/// the offset would only ever grow, and in time a slot would be skipped. The cost: two distinct reports may be
+/// `interval − 1 s` apart (the first report after a free slot, or jitter); never two in one slot, so over any span
+/// of N intervals there are at most N + 1 reports, as with a strict `interval` between them. Accepted
+/// (docs/SECURITY.md "Timing"): one second earlier tells nothing of a 2 km position a few times an hour.
+///
 /// Core Location sends approximate locations a few times an hour; a report a second would show when the
 /// client crosses a grid line of the reduced position (`LocationFudger`). Pure value: the caller keeps
 /// the clock.
 public struct ReducedPacing: Sendable {
     /// Where the grid of slots starts; slot `n` begins `n × interval` after it.
     public let epoch: ContinuousClock.Instant
-    /// The last slot used (by a report or a notice), as a whole number of intervals since `epoch`.
-    private var usedSlot: Int64?
-    /// The report that went in `usedSlot` (the Publisher's report serial); nil when it was a notice.
-    private var slotReport: UInt64?
-    /// When the last distinct report went, since `epoch`.
-    private var lastReportAt: Duration?
+    /// When a slot was last used (by a report or a notice), since `epoch`: the slot `now` falls in is used when this
+    /// is at or after its start. A time, not a slot number, so that a new `interval` (a config reload) reads it right.
+    private var usedAt: Duration?
+    /// The last distinct report (the Publisher's report serial) and when it went, since `epoch`.
+    private var lastReport: (serial: UInt64, at: Duration)?
 
     /// How long after a report is due a POLL waiting for it may still be answered: two and a half cycles of a
     /// 1 Hz receiver, so that one missed epoch does not turn the slot into a "no fix".
     public static let window = Duration.milliseconds(2500)
-    /// How much less than `interval` two distinct reports may be apart: a 1 Hz receiver's epoch, so that a slot's
-    /// report a little earlier in its slot than the last one was in its own is not put off by a whole epoch.
+    /// How much less than `interval` two distinct reports may be apart, at most (`slack(for:)`): a 1 Hz receiver's
+    /// epoch, so that a slot's report a little earlier in its slot than the last one was in its own is not put off
+    /// by a whole epoch.
     public static let slack = Duration.seconds(1)
 
     /// - Parameter epoch: the grid's start; the daemon passes the monotonic origin it counts all its times from.
     public init(epoch: ContinuousClock.Instant) {
         self.epoch = epoch
+    }
+
+    /// The slack at `interval`: `slack`, or half the interval when that is less (two reports of a 1.5 s cadence
+    /// never closer than 0.75 s).
+    public static func slack(for interval: Duration) -> Duration {
+        min(slack, interval / 2)
     }
 
     /// The slot `now` falls in: whole `interval`s since `epoch`.
@@ -45,45 +59,48 @@ public struct ReducedPacing: Sendable {
     }
 
     /// Whether a new report may go at `now`: nothing went in `now`'s slot, and the last report is at least
-    /// `interval − slack` ago.
+    /// `interval − slack(for: interval)` ago.
     public func isDue(now: ContinuousClock.Instant, interval: Duration) -> Bool {
         timeUntilDue(now: now, interval: interval) == .zero
     }
 
-    /// Whether report number `report` may go at `now`: a new one is due, or it is the report that went in this slot
-    /// (another client of the same fan-out, or a connection made before the next fix).
+    /// Whether report number `report` may go at `now`: a new one is due, or it is the last report again (another
+    /// client of the same fan-out, or a connection made before the next fix: no fix with a position came since, so
+    /// it tells nothing new).
     public func allows(report: UInt64, now: ContinuousClock.Instant, interval: Duration) -> Bool {
-        (usedSlot == slot(at: now, interval: interval) && slotReport == report) || isDue(now: now, interval: interval)
+        lastReport?.serial == report || isDue(now: now, interval: interval)
+    }
+
+    /// Whether report number `report` going at `now` uses a new slot: it is due, and not the last report again. The
+    /// Publisher then gives it to every reduced client, as a fix's report.
+    public func startsSlot(report: UInt64, now: ContinuousClock.Instant, interval: Duration) -> Bool {
+        lastReport?.serial != report && isDue(now: now, interval: interval)
     }
 
     /// How long from `now` until the next report is due: zero when it is; else until the next slot, or until
-    /// `interval − slack` after the last report, whichever is later. It depends on the clock and on when the slots
-    /// were used — never on the fix — so telling it to a client tells nothing its messages did not.
+    /// `interval − slack(for: interval)` after the last report, whichever is later. It depends on the clock and on
+    /// when the slots were used — never on the fix — so telling it to a client tells nothing its messages did not.
     public func timeUntilDue(now: ContinuousClock.Instant, interval: Duration) -> Duration {
         let since = now - epoch
-        let current = slot(at: now, interval: interval)
-        var due = usedSlot.map { $0 >= current } == true ? Self.start(of: current + 1, interval: interval) : since
-        if let lastReportAt, interval > Self.slack { due = max(due, lastReportAt + interval - Self.slack) }
+        let slotStart = Self.start(of: slot(at: now, interval: interval), interval: interval)
+        var due = usedAt.map { $0 >= slotStart } == true ? slotStart + interval : since
+        if let lastReport { due = max(due, lastReport.at + interval - Self.slack(for: interval)) }
         return due > since ? due - since : .zero
     }
 
-    /// Records that report number `report` went at `now` (to one client or many: the same report again changes nothing).
+    /// Records that report number `report` went at `now` (to one client or many: the last report again changes nothing).
     public mutating func record(report: UInt64, now: ContinuousClock.Instant, interval: Duration) {
-        let current = slot(at: now, interval: interval)
-        if usedSlot == current, slotReport == report { return }
-        usedSlot = current
-        slotReport = report
-        lastReportAt = now - epoch
+        guard lastReport?.serial != report else { return }
+        usedAt = now - epoch
+        lastReport = (report, now - epoch)
     }
 
     /// Records that reduced clients were due a report at `now` and there was no fix (they are told so): `now`'s slot is
     /// used, and the fix's return shows no sooner than the next slot. Before the daemon's first reduced report none is
     /// kept: that report comes with the first fix, whose time it tells anyway (once per daemon, not per user).
     public mutating func recordNotice(now: ContinuousClock.Instant, interval: Duration) {
-        let current = slot(at: now, interval: interval)
-        guard lastReportAt != nil, usedSlot != current else { return }
-        usedSlot = current
-        slotReport = nil
+        guard lastReport != nil, isDue(now: now, interval: interval) else { return }
+        usedAt = now - epoch
     }
 
     /// Where slot `slot` starts, since `epoch`.

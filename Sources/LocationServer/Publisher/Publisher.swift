@@ -163,10 +163,11 @@ struct Publisher {
         // When In Use without an active session: watching, but nothing is sent until the session is active.
         guard let accuracy = state.accuracy else { return out }
         guard ensureReport(accuracy, wall: now.wall), paced(index, accuracy, now: now) else { return out }
-        let startsSlot = accuracy == .reduced && pacing.isDue(now: now.monotonic, interval: reducedInterval)
+        let startsSlot = accuracy == .reduced && pacing.startsSlot(report: report.serial, now: now.monotonic, interval: reducedInterval)
         stream(index, accuracy, at: now, into: &out)
         // A reduced report that uses a new slot of the cadence goes to every reduced client, of every user, as a
-        // fix's would: given to this one alone, the others would miss the slot's report.
+        // fix's would: given to this one alone, the others would miss the slot's report. The last report again (no
+        // fix since) uses no slot and goes to this client alone: the others had it.
         if startsSlot {
             for other in subscribers.indices where other != index && authorizedAccuracy(other, at: now) == .reduced {
                 deliverCurrentReport(other, at: now, into: &out)
@@ -184,8 +185,8 @@ struct Publisher {
     /// timeout), or nil when the connection already has `maximumPendingPolls` waiting, or its user
     /// `maximumPendingPollsPerUser`.
     ///
-    /// A reduced client whose report is due while there is no fix is told so as a watcher would be — a notice, from
-    /// which its cadence runs — now, not when the POLL times out: one dropped first (the client hung up) would be a
+    /// A reduced client whose report is due while there is no fix is told so as a watcher would be — a notice, which
+    /// uses the cadence's slot — now, not when the POLL times out: one dropped first (the client hung up) would be a
     /// free look at the fix, and a second after second of them told the moment it came back (found 2026-12-03 by an
     /// attacker helper as uid nobody, to within the second).
     mutating func addPoll(_ id: Int, at now: Moment) -> Int? {
@@ -197,6 +198,8 @@ struct Publisher {
         nextPoll += 1
         subscribers[slot: slot].pendingPolls.append(poll)
         pollsPerUser[subscriber.identity.uid, default: 0] += 1
+        // Only when due (`recordNotice` checks): a POLL before then waits for the due time, and a notice placed at the
+        // moment of the client's choosing would tell the fix's state then (by whether the next report came early).
         if latest?.hasPosition != true, authorizedAccuracy(slot, at: now) == .reduced {
             pacing.recordNotice(now: now.monotonic, interval: reducedInterval)
         }
@@ -211,7 +214,7 @@ struct Publisher {
     }
 
     /// A POLL's timeout passed: true when it was still waiting (the client is told no fix came). To a reduced client
-    /// whose report is due, that is a notice, from which its cadence runs — with a fix or without: whether a timed-out
+    /// whose report is due, that is a notice, which uses the cadence's slot — with a fix or without: whether a timed-out
     /// POLL counted must not tell the fix's state (a helper attacking the daemon probed it with POLLs shorter than an
     /// epoch, and placed notices at will with staggered ones). A reduced POLL waits until `ReducedPacing.window`
     /// after the report is due (`reducedPollWait`), so a fix's next epoch answers it and it times out only without one.
