@@ -5,7 +5,7 @@ import Testing
 
 /// Issue 12, "Wrong results a new user hit", in the pure parts: the accuracy a client asked for caps what
 /// the Publisher sends it; a reduced client can be told when its next paced report is due, and that time
-/// depends on nothing but when it last got a report.
+/// depends on nothing but the clock and when the one cadence's slots were used (`ReducedPacing`).
 @Suite("Publisher: requested accuracy and the pacing's due time")
 struct PacedPollTests {
     static let start = ContinuousClock.now
@@ -61,7 +61,28 @@ struct PacedPollTests {
         noticed.record(report: 1, now: Self.at(0.5), interval: .seconds(30))
         noticed.recordNotice(now: Self.at(30.2), interval: .seconds(30))
         #expect(!noticed.allows(report: 7, now: Self.at(31.2), interval: .seconds(30)))
-        #expect(noticed.timeUntilDue(now: Self.at(31.2), interval: .seconds(30)) == .seconds(60) - .milliseconds(31200))
+        // Exact instants (a `Duration` from 31.2 as a Double is 31.1999…): the wait is the next slot's start, to the ns.
+        let regained = Self.start + .milliseconds(31_200)
+        #expect(noticed.timeUntilDue(now: regained, interval: .seconds(30)) == .milliseconds(28_800))
+    }
+
+    @Test("a reload's new reduced-interval reads the used slot right; the slack is at most half the interval")
+    func intervalChangeAndSlack() {
+        // Used at 100 s on a 30 s grid, read on a 900 s grid: slot 0 is used, the next report due at 999 (900 s − 1 s
+        // after it), not held until "slot 3" of the new grid (2700 s), as a slot number kept across the change was.
+        var raised = ReducedPacing(epoch: Self.start)
+        raised.record(report: 1, now: Self.at(100), interval: .seconds(30))
+        #expect(raised.timeUntilDue(now: Self.at(200), interval: .seconds(900)) == .seconds(799))
+        #expect(raised.isDue(now: Self.at(999), interval: .seconds(900)))
+        // The other way: used at 100 on a 900 s grid, read on a 30 s grid at 200: slot 6 (180–210) is free.
+        var lowered = ReducedPacing(epoch: Self.start)
+        lowered.record(report: 1, now: Self.at(100), interval: .seconds(900))
+        #expect(lowered.isDue(now: Self.at(200), interval: .seconds(30)))
+        // A 1.5 s cadence: two reports never closer than 0.75 s (not 0.5 s), 1 s at 900 s.
+        #expect(ReducedPacing.slack(for: .seconds(900)) == .seconds(1))
+        var fast = ReducedPacing(epoch: Self.start)
+        fast.record(report: 1, now: Self.at(1.25), interval: .milliseconds(1500))
+        #expect(fast.timeUntilDue(now: Self.at(1.25), interval: .milliseconds(1500)) == .milliseconds(750))
     }
 
     /// The fixes after the first report: all with a position, all without, or alternating.
@@ -75,16 +96,19 @@ struct PacedPollTests {
         var out: [Delivery] = []
         p.publish(PublisherTests.positioned[0], at: PublisherTests.moment(1), into: &out)
         #expect(PublisherTests.reports(out).map(\.id) == [1])
-        #expect(p.reducedReportDue(of: 1, at: PublisherTests.moment(1)) == .seconds(600))
+        // The next slot starts at 600 (the grid's start is `PublisherTests.start`), which is also 600 − 1 s slack after
+        // the report at 1: due in 599 s, whatever the fix does meanwhile.
+        #expect(p.reducedReportDue(of: 1, at: PublisherTests.moment(1)) == .seconds(599))
         for i in 2..<40 {
             let lost = afterwards == .noFix || (afterwards == .alternating && i % 2 == 0)
             p.publish(lost ? PublisherTests.fixes[0] : PublisherTests.positioned[i], at: PublisherTests.moment(Double(i)), into: &out)
         }
-        #expect(p.reducedReportDue(of: 1, at: PublisherTests.moment(41)) == .seconds(560))
+        #expect(p.reducedReportDue(of: 1, at: PublisherTests.moment(41)) == .seconds(559))
         // Any connection, of this user or another, waits as long: there is one cadence.
         p.connect(2, identity: PublisherTests.stranger)
-        #expect(p.reducedReportDue(of: 2, at: PublisherTests.moment(41)) == .seconds(560))
-        #expect(p.reducedReportDue(of: 1, at: PublisherTests.moment(601)) == .zero)
+        #expect(p.reducedReportDue(of: 2, at: PublisherTests.moment(41)) == .seconds(559))
+        #expect(p.reducedReportDue(of: 1, at: PublisherTests.moment(599.5)) == .milliseconds(500))
+        #expect(p.reducedReportDue(of: 1, at: PublisherTests.moment(600)) == .zero)
     }
 
     @Test("a client whose rule allows full but that asked for reduced is sent reduced reports, paced",

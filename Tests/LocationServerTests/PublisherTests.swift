@@ -310,8 +310,9 @@ struct PublisherTests {
             p.publish(fix, at: Self.moment(Double(i + 1)), into: &out)
             if !Self.reports(out).isEmpty { times.append(i + 1) }
         }
-        // Every 10 s from the first fix, and nothing in between, for every filter.
-        #expect(times == Array(stride(from: 1, through: Self.positioned.count, by: 10)))
+        // The first fix at once (slot 0 of the one grid was free), then the first fix of each slot — 10, 20, … (the
+        // second 9 s after the first: interval − `ReducedPacing.slack`) — and nothing in between, for every filter.
+        #expect(times == [1] + Array(stride(from: 10, through: Self.positioned.count, by: 10)))
     }
 
     @Test("a reduced client is told of fix loss only when its next report is due; a full one at once")
@@ -333,7 +334,7 @@ struct PublisherTests {
             #expect(!out.contains { if case .noFixEpoch(1, _) = $0 { true } else { false } })
         }
         #expect(told[2] == 2)
-        #expect(told[1] == 11)  // its report after the one at second 1 was due at second 11
+        #expect(told[1] == 10)  // its report after the one at second 1 was due at the next slot, second 10
         // STATUS shows the reduced client only what it was told.
         #expect(p.modeShown(to: 1, accuracy: .reduced) == .noFix)
     }
