@@ -13,13 +13,16 @@
 /// starts, say), and the next slots wait until `interval − slack` has passed since — no two distinct reports are
 /// ever closer than that, whoever asks, on how many connections.
 ///
-/// The slack (`slack(for:)`: one second, at most half the interval) is what keeps the reports on the grid: each goes
-/// with the first epoch after its slot starts, and that epoch's offset in the slot jitters by milliseconds. Without
-/// it, one epoch a millisecond earlier in its slot than the last report was in its own would be held a whole epoch,
-/// the offset would only ever grow, and in time a slot would be skipped. The cost: two distinct reports may be
-/// `interval − 1 s` apart (the first report after a free slot, or jitter); never two in one slot, so over any span
-/// of N intervals there are at most N + 1 reports, as with a strict `interval` between them. Accepted
-/// (docs/SECURITY.md "Timing"): one second earlier tells nothing of a 2 km position a few times an hour.
+/// The slack (`slack(for:)`: a tenth of the interval, at most one second) is what keeps the reports on the grid: each
+/// goes with the first epoch after its slot starts, and that epoch's offset in the slot jitters by milliseconds.
+/// Without it, one epoch a millisecond earlier in its slot than the last report was in its own would be held a whole
+/// epoch, the offset would only ever grow, and in time a slot would be skipped. After a report late in a free slot,
+/// it also brings the next ones back to their slots' starts, by up to the slack each. The cost: two distinct reports
+/// may be `interval − slack` apart (1 s at 15 min, 0.3 s at 3 s); never two in one slot, so over any span of N
+/// intervals there are at most N + 1 reports, as with a strict `interval` between them, and any report and the next
+/// but one are more than `interval` apart. Accepted (docs/SECURITY.md "Timing"): a report up to a tenth of an
+/// interval early tells nothing more of a 2 km position. With less than an epoch of slack (a 1 Hz receiver and an
+/// interval under 10 s) reports may stay late in their slots, or a slot go without one: fewer reports, never more.
 ///
 /// Core Location sends approximate locations a few times an hour; a report a second would show when the
 /// client crosses a grid line of the reduced position (`LocationFudger`). Pure value: the caller keeps
@@ -40,16 +43,18 @@ public struct ReducedPacing: Sendable {
     /// epoch, so that a slot's report a little earlier in its slot than the last one was in its own is not put off
     /// by a whole epoch.
     public static let slack = Duration.seconds(1)
+    /// The part of `interval` the slack is at most (`slack(for:)`).
+    public static let slackShare = 10
 
     /// - Parameter epoch: the grid's start; the daemon passes the monotonic origin it counts all its times from.
     public init(epoch: ContinuousClock.Instant) {
         self.epoch = epoch
     }
 
-    /// The slack at `interval`: `slack`, or half the interval when that is less (two reports of a 1.5 s cadence
-    /// never closer than 0.75 s).
+    /// The slack at `interval`: `slack` (1 s), or a tenth of the interval when that is less (two reports of a 3 s
+    /// cadence are never closer than 2.7 s).
     public static func slack(for interval: Duration) -> Duration {
-        min(slack, interval / 2)
+        min(slack, interval / slackShare)
     }
 
     /// The slot `now` falls in: whole `interval`s since `epoch`.

@@ -66,7 +66,7 @@ struct PacedPollTests {
         #expect(noticed.timeUntilDue(now: regained, interval: .seconds(30)) == .milliseconds(28_800))
     }
 
-    @Test("a reload's new reduced-interval reads the used slot right; the slack is at most half the interval")
+    @Test("a reload's new reduced-interval reads the used slot right; the slack is a tenth of the interval, at most 1 s")
     func intervalChangeAndSlack() {
         // Used at 100 s on a 30 s grid, read on a 900 s grid: slot 0 is used, the next report due at 999 (900 s − 1 s
         // after it), not held until "slot 3" of the new grid (2700 s), as a slot number kept across the change was.
@@ -78,11 +78,12 @@ struct PacedPollTests {
         var lowered = ReducedPacing(epoch: Self.start)
         lowered.record(report: 1, now: Self.at(100), interval: .seconds(900))
         #expect(lowered.isDue(now: Self.at(200), interval: .seconds(30)))
-        // A 1.5 s cadence: two reports never closer than 0.75 s (not 0.5 s), 1 s at 900 s.
+        // The slack: 1 s at 900 s; a tenth of a 2 s cadence — a report late in slot 0 (1.5 s), the next 1.8 s after
+        // it (not 1 s), at 3.3 s in slot 1.
         #expect(ReducedPacing.slack(for: .seconds(900)) == .seconds(1))
         var fast = ReducedPacing(epoch: Self.start)
-        fast.record(report: 1, now: Self.at(1.25), interval: .milliseconds(1500))
-        #expect(fast.timeUntilDue(now: Self.at(1.25), interval: .milliseconds(1500)) == .milliseconds(750))
+        fast.record(report: 1, now: Self.at(1.5), interval: .seconds(2))
+        #expect(fast.timeUntilDue(now: Self.at(1.5), interval: .seconds(2)) == .milliseconds(1800))
     }
 
     /// The fixes after the first report: all with a position, all without, or alternating.

@@ -34,8 +34,9 @@ struct ReducedCadenceTests {
         for second in 2...6 {
             out.removeAll()
             p.publish(fixes[second - 1], at: P.moment(Double(second)), into: &out)
-            // 5 s: the next slot (and 5 − 1 s slack after the report at 1); both get the report of that fix.
-            #expect(P.reports(out).map(\.id).sorted() == (second == 5 ? [1, 2] : []), "at \(second)")
+            // 5 s: the next slot, but only 4.5 s (5 − 0.5 s slack) after the report at 1, which is at 5.5; at 6 both get
+            // the report of that fix.
+            #expect(P.reports(out).map(\.id).sorted() == (second == 6 ? [1, 2] : []), "at \(second)")
         }
         // 11 s and 16.6 s: the first fix of slots 2 and 3 goes to both; at 17 a fix is held (slot 3 is used). At 21.7
         // s, between two fixes, slot 4 is free: a third connection's WATCH uses it with the fix of 17, and it goes to
@@ -52,15 +53,15 @@ struct ReducedCadenceTests {
         let third = P.watch(&p, 3, P.weather, at: P.moment(21.7))
         #expect(P.reports(third).map(\.id).sorted() == [1, 2, 3])
         // No duplicate: the next fix, in the used slot, goes to nobody; the first of the next slot (and at least
-        // 5 − 1 s after 21.7) to all three.
+        // 5 − 0.5 s after 21.7) to all three.
         out.removeAll()
         p.publish(fixes[13], at: P.moment(22), into: &out)
         #expect(P.reports(out).isEmpty)
         out.removeAll()
         p.publish(fixes[14], at: P.moment(25.5), into: &out)
-        #expect(P.reports(out).isEmpty, "slot 5 has started, but 21.7 + 4 s has not passed")
+        #expect(P.reports(out).isEmpty, "slot 5 has started, but 21.7 + 4.5 s has not passed")
         out.removeAll()
-        p.publish(fixes[15], at: P.moment(26), into: &out)
+        p.publish(fixes[15], at: P.moment(26.5), into: &out)
         #expect(P.reports(out).map(\.id).sorted() == [1, 2, 3])
     }
 
