@@ -107,15 +107,19 @@ struct SharedCadenceTests {
         }
         let times = firstSeen.values.sorted()
         #expect(times.count >= 4, "\(outputs)")
-        // No two distinct reduced reports closer than the interval, minus a 1 Hz epoch's slack.
-        for (a, b) in zip(times, times.dropFirst()) {
-            #expect(b - a >= interval - 1.2, "distinct reports \(String(format: "%.3f", b - a)) s apart: \(times.map { $0 - times[0] })")
-        }
-        // The later uids joined between slots: their first report is one the grid gave everyone, not one of their own.
+        // No two distinct reduced reports closer than the interval less the slack (0.6 s at 6 s; `ReducedPacing`), and
+        // one per slot: a report and the next but one more than an interval apart (0.2 s for the clients' reading).
+        let slack = 0.6, reading = 0.2
+        let span = "\(times.map { String(format: "%.3f", $0 - times[0]) })"
+        for (a, b) in zip(times, times.dropFirst()) { #expect(b - a >= interval - slack - reading, "\(span)") }
+        for (a, c) in zip(times, times.dropFirst(2)) { #expect(c - a >= interval - reading, "\(span)") }
+        // The later uids joined between slots: every report they got is one uid 1, watching throughout, got too — the
+        // grid's, not one of their own.
+        let firstUids = Set(Self.reports(outputs[0]).map(\.report))
         for output in outputs.dropFirst() {
             let seen = Self.reports(output)
             #expect(!seen.isEmpty, "\(output)")
-            #expect(seen.allSatisfy { firstSeen[$0.report] != nil }, "\(output)")
+            #expect(seen.allSatisfy { firstUids.contains($0.report) }, "\(output)\nuid 1: \(outputs[0])")
         }
         let gaps = zip(times, times.dropFirst()).map { String(format: "%.3f", $1 - $0) }
         print("several uids: distinct reduced reports \(times.count), gaps \(gaps)")
