@@ -6,7 +6,8 @@
 /// The cadence is a grid of slots, whole multiples of `interval` after `epoch` (the daemon's monotonic origin,
 /// `ContinuousClock.Instant.origin`: a wall-clock grid would repeat or skip a slot when the clock is set, and two
 /// reports would then come closer than `interval`). At most one distinct report goes in a slot, to every reduced
-/// client that wants one at that moment; one that connects later in the slot waits for the next. A slot is used by
+/// client that wants one at that moment; one that connects later in the slot gets that report only while no newer fix
+/// came (it tells nothing new), else waits for the next slot. A slot is used by
 /// its report, or by a fix-loss notice (a reduced client wanted a report, and there was no fix): after either,
 /// nothing more in that slot, so the moment the fix came back or went shows only to the slot. A slot no reduced
 /// client wanted anything in stays free: the first that asks gets the report at once (the first after the daemon
