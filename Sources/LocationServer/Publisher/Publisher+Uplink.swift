@@ -7,7 +7,7 @@ import LocationWire
 
 /// An uplink (ARCHITECTURE.md "Data flow": a fleet broker) as a subscriber of the Publisher: it streams
 /// like a watching client, with its own identity, accuracy and filters, so that `reduced` means the same
-/// fudged position on the same pacing (`reduced-interval`) as every reduced client gets.
+/// fudged position on the same cadence (`reduced-interval`, the one grid of `ReducedPacing`) as every reduced client gets.
 public struct UplinkSubscription: Sendable {
     /// The uplink's name (`[uplink NAME]`), shown in the audit as `uplink NAME`.
     public var name: String
@@ -66,8 +66,8 @@ struct UplinkSubscriber {
     /// The uplink's state for STATUS (root and the admin group).
     let statusProvider: (@Sendable () -> ServerMessage.Status.Uplink)?
     var filter: DeliveryFilter
-    /// Reduced pacing of this uplink alone (its own identity, as another user's program is paced apart).
-    var pacing = ReducedPacing(capacity: 4)
+    /// The report serial it was last handed at reduced accuracy: the cadence's slot report goes to it once.
+    var lastReducedReport: UInt64?
     /// Its first delivery was audited.
     var audited = false
     /// Its authorization as last audited, and the policy generation it was decided under: worked out again
@@ -108,7 +108,6 @@ extension Publisher {
         guard !uplinks.entries.isEmpty, !uplinks.sharing.isPaused(at: now.wall), let latest, latest.hasPosition else { return [] }
         var handOffs: [UplinkHandOff] = []
         let interval = reducedInterval
-        let key = ReducedPacing.Key(uid: 0)
         for index in uplinks.entries.indices {
             if uplinks.entries[index].stateGeneration != policy.generation {
                 uplinks.entries[index].stateGeneration = policy.generation
@@ -126,8 +125,12 @@ extension Publisher {
             if accuracy == .full {
                 guard uplinks.entries[index].filter.admit(Position(fix), now: now.sinceOrigin) else { continue }
             } else {
-                guard uplinks.entries[index].pacing.allows(key, report: reportSerial, now: now.monotonic, interval: interval) else { continue }
-                uplinks.entries[index].pacing.record(key, report: reportSerial, now: now.monotonic, interval: interval)
+                // The daemon's one cadence: the slot's report, the same the reduced clients got (or the first of a slot
+                // none of them used), once.
+                guard uplinks.entries[index].lastReducedReport != reportSerial,
+                      pacing.allows(report: reportSerial, now: now.monotonic, interval: interval) else { continue }
+                recordReducedReport(at: now)
+                uplinks.entries[index].lastReducedReport = reportSerial
             }
             handOffs.append(UplinkHandOff(sink: uplinks.entries[index].sink, fix: fix, accuracy: accuracy))
             if !uplinks.entries[index].audited {

@@ -13,7 +13,8 @@ struct Publisher {
     private(set) var subscribers = SubscriberTable()
     private(set) var policy: PolicyState
     private(set) var fudger: LocationFudger
-    private var pacing = ReducedPacing()
+    /// The one reduced cadence of the daemon: every user's reduced clients and the uplinks (`ReducedPacing`).
+    private(set) var pacing: ReducedPacing
     private var report = ReportCache()
     /// The latest fix, with or without a position.
     private(set) var latest: Fix?
@@ -33,9 +34,12 @@ struct Publisher {
     /// `Duration` made from a `Double` costs 128-bit arithmetic, and pacing reads it per client and fix.
     private(set) var reducedInterval: Duration
 
-    init(policy: PolicyState, fudger: LocationFudger) {
+    /// - Parameter reducedEpoch: where the reduced cadence's grid starts (`ReducedPacing.epoch`): the monotonic
+    ///   origin the daemon counts its times from; tests pass their own start.
+    init(policy: PolicyState, fudger: LocationFudger, reducedEpoch: ContinuousClock.Instant = .origin) {
         self.policy = policy
         self.fudger = fudger
+        pacing = ReducedPacing(epoch: reducedEpoch)
         reducedInterval = .seconds(policy.rules.defaults.reducedInterval)
     }
 
@@ -153,22 +157,19 @@ struct Publisher {
         subscribers[slot: index].toldFix = nil
         var out: [Delivery] = []
         guard let latest, latest.hasPosition else {
-            if let key = tellFixLost(index, at: now, into: &out) { pacing.recordNotice(key, now: now.monotonic) }
+            if tellFixLost(index, at: now, into: &out) { pacing.recordNotice(now: now.monotonic, interval: reducedInterval) }
             return out
         }
         // When In Use without an active session: watching, but nothing is sent until the session is active.
         guard let accuracy = state.accuracy else { return out }
         guard ensureReport(accuracy, wall: now.wall), paced(index, accuracy, now: now) else { return out }
-        let key = subscribers.entries[index].pacingKey
-        let startsInterval = accuracy == .reduced
-            && pacing.startsInterval(key, report: report.serial, now: now.monotonic, interval: reducedInterval)
+        let startsSlot = accuracy == .reduced && pacing.startsSlot(report: report.serial, now: now.monotonic, interval: reducedInterval)
         stream(index, accuracy, at: now, into: &out)
-        // A reduced report that starts the user's next interval goes to all of the user's reduced clients,
-        // as a fix's would: given to this one alone, the others would never get it (the next fix is another
-        // report, held until the interval has passed again) and would miss a report of the cadence.
-        if startsInterval {
-            for other in subscribers.indices
-            where other != index && subscribers.entries[other].pacingKey == key && authorizedAccuracy(other, at: now) == .reduced {
+        // A reduced report that uses a new slot of the cadence goes to every reduced client, of every user, as a
+        // fix's would: given to this one alone, the others would miss the slot's report. The last report again (no
+        // fix since) uses no slot and goes to this client alone: the others had it.
+        if startsSlot {
+            for other in subscribers.indices where other != index && authorizedAccuracy(other, at: now) == .reduced {
                 deliverCurrentReport(other, at: now, into: &out)
             }
         }
@@ -184,8 +185,8 @@ struct Publisher {
     /// timeout), or nil when the connection already has `maximumPendingPolls` waiting, or its user
     /// `maximumPendingPollsPerUser`.
     ///
-    /// A reduced client whose report is due while there is no fix is told so as a watcher would be — a notice, from
-    /// which its cadence runs — now, not when the POLL times out: one dropped first (the client hung up) would be a
+    /// A reduced client whose report is due while there is no fix is told so as a watcher would be — a notice, which
+    /// uses the cadence's slot — now, not when the POLL times out: one dropped first (the client hung up) would be a
     /// free look at the fix, and a second after second of them told the moment it came back (found 2026-12-03 by an
     /// attacker helper as uid nobody, to within the second).
     mutating func addPoll(_ id: Int, at now: Moment) -> Int? {
@@ -197,23 +198,23 @@ struct Publisher {
         nextPoll += 1
         subscribers[slot: slot].pendingPolls.append(poll)
         pollsPerUser[subscriber.identity.uid, default: 0] += 1
-        let key = subscriber.pacingKey
-        if latest?.hasPosition != true, authorizedAccuracy(slot, at: now) == .reduced,
-           pacing.isDue(key, now: now.monotonic, interval: reducedInterval) {
-            pacing.recordNotice(key, now: now.monotonic)
+        // Only when due (`recordNotice` checks): a POLL before then waits for the due time, and a notice placed at the
+        // moment of the client's choosing would tell the fix's state then (by whether the next report came early).
+        if latest?.hasPosition != true, authorizedAccuracy(slot, at: now) == .reduced {
+            pacing.recordNotice(now: now.monotonic, interval: reducedInterval)
         }
         return poll
     }
 
-    /// How long until reduced-accuracy pacing lets client `id` have its next report (zero: due now). From
-    /// when its user and program last got a report, nothing else: no fix state, no fix timing.
+    /// How long until the reduced cadence lets client `id` have its next report (zero: due now): the same for every
+    /// client — the next slot of the one grid (`ReducedPacing.timeUntilDue`); no fix state, no fix timing.
     func reducedReportDue(of id: Int, at now: Moment) -> Duration {
-        guard let key = subscribers[id]?.pacingKey else { return .zero }
-        return pacing.timeUntilDue(key, now: now.monotonic, interval: reducedInterval)
+        guard subscribers[id] != nil else { return .zero }
+        return pacing.timeUntilDue(now: now.monotonic, interval: reducedInterval)
     }
 
     /// A POLL's timeout passed: true when it was still waiting (the client is told no fix came). To a reduced client
-    /// whose report is due, that is a notice, from which its cadence runs — with a fix or without: whether a timed-out
+    /// whose report is due, that is a notice, which uses the cadence's slot — with a fix or without: whether a timed-out
     /// POLL counted must not tell the fix's state (a helper attacking the daemon probed it with POLLs shorter than an
     /// epoch, and placed notices at will with staggered ones). A reduced POLL waits until `ReducedPacing.window`
     /// after the report is due (`reducedPollWait`), so a fix's next epoch answers it and it times out only without one.
@@ -221,9 +222,8 @@ struct Publisher {
         guard let slot = subscribers.slot(of: id), let index = subscribers.entries[slot].pendingPolls.firstIndex(of: poll) else { return false }
         subscribers[slot: slot].pendingPolls.remove(at: index)
         countPolls(-1, of: subscribers.entries[slot].identity.uid)
-        let key = subscribers.entries[slot].pacingKey
-        if authorizedAccuracy(slot, at: now) == .reduced, pacing.isDue(key, now: now.monotonic, interval: reducedInterval) {
-            pacing.recordNotice(key, now: now.monotonic)
+        if authorizedAccuracy(slot, at: now) == .reduced, pacing.isDue(now: now.monotonic, interval: reducedInterval) {
+            pacing.recordNotice(now: now.monotonic, interval: reducedInterval)
         }
         return true
     }
@@ -276,12 +276,18 @@ struct Publisher {
     mutating func publish(_ fix: Fix, at now: Moment, into out: inout [Delivery]) {
         latest = fix
         guard fix.hasPosition else {
-            // A user's reduced clients are all told at the due time; then their cadence runs from that notice.
-            var noticed: [ReducedPacing.Key] = []
-            for index in subscribers.indices where subscribers.entries[index].watching {
-                if let key = tellNoFix(index, at: now, into: &out) { noticed.append(key) }
+            // Due, and a reduced client wants a report: the slot is a notice — every reduced watcher not told yet is
+            // told now, and the fix's return shows no sooner than the next slot, whoever watches or polls.
+            let due = pacing.isDue(now: now.monotonic, interval: reducedInterval)
+            var noticed = false
+            for index in subscribers.indices where subscribers.entries[index].wantsReports {
+                if subscribers.entries[index].watching {
+                    if tellNoFix(index, due: due, at: now, into: &out) { noticed = true }
+                } else if due, authorizedAccuracy(index, at: now) == .reduced {
+                    noticed = true
+                }
             }
-            for key in noticed { pacing.recordNotice(key, now: now.monotonic) }
+            if noticed { pacing.recordNotice(now: now.monotonic, interval: reducedInterval) }
             return
         }
         report.next()
@@ -320,8 +326,7 @@ struct Publisher {
 
     /// Whether reduced-accuracy pacing lets the current report go to the client at `index` (full: always).
     private func paced(_ index: Int, _ accuracy: AccuracyAuthorization, now: Moment) -> Bool {
-        accuracy == .full
-            || pacing.allows(subscribers.entries[index].pacingKey, report: report.serial, now: now.monotonic, interval: reducedInterval)
+        accuracy == .full || pacing.allows(report: report.serial, now: now.monotonic, interval: reducedInterval)
     }
 
     /// The current report to a streaming client, if its filters let it through. Reduced reports go out
@@ -342,7 +347,7 @@ struct Publisher {
     private mutating func noteDelivery(_ index: Int, _ accuracy: AccuracyAuthorization, at now: Moment,
                                        into out: inout [Delivery]) {
         if accuracy == .reduced {
-            pacing.record(subscribers.entries[index].pacingKey, report: report.serial, now: now.monotonic, interval: reducedInterval)
+            pacing.record(report: report.serial, now: now.monotonic, interval: reducedInterval)
         }
         guard subscribers.entries[index].cache.auditPending else { return }
         subscribers[slot: index].cache.auditPending = false
@@ -355,26 +360,27 @@ struct Publisher {
                                      reason: "first location under this grant")))
     }
 
-    /// The fix was lost: a full-accuracy client is told at once; a reduced one when its next report is due (when a
-    /// missing report would tell it); a client sent nothing now (When In Use with no active session, or no longer
-    /// authorized) not at all (a helper attacking the daemon learned when the receiver lost its fix).
-    /// Returns the pacing key of a reduced client told, for `ReducedPacing.recordNotice`.
-    private mutating func tellFixLost(_ index: Int, at now: Moment, into out: inout [Delivery]) -> ReducedPacing.Key? {
-        guard subscribers.entries[index].toldFix != false, let accuracy = authorizedAccuracy(index, at: now) else { return nil }
-        let key = subscribers.entries[index].pacingKey
-        if accuracy == .reduced, !pacing.isDue(key, now: now.monotonic, interval: reducedInterval) { return nil }
-        tellFix(index, false, into: &out)
-        return accuracy == .reduced ? key : nil
+    /// The fix was lost: a full-accuracy client is told at once; a reduced one when the cadence's next report is due
+    /// (`due`: when a missing report would tell it); a client sent nothing now (When In Use with no active session, or
+    /// no longer authorized) not at all (a helper attacking the daemon learned when the receiver lost its fix).
+    /// Returns whether the client is reduced and due — the slot is then a notice (`ReducedPacing.recordNotice`),
+    /// told or not (one told already must not leave the slot free for the fix's return).
+    private mutating func tellFixLost(_ index: Int, due: Bool? = nil, at now: Moment, into out: inout [Delivery]) -> Bool {
+        guard let accuracy = authorizedAccuracy(index, at: now) else { return false }
+        let due = accuracy == .reduced && (due ?? pacing.isDue(now: now.monotonic, interval: reducedInterval))
+        if accuracy == .reduced, !due { return false }
+        if subscribers.entries[index].toldFix != false { tellFix(index, false, into: &out) }
+        return due
     }
 
     /// A no-fix was published (an epoch without a position, or the fix gone stale): a full-accuracy watcher gets it
     /// (the receiver's time and satellites, which it may see), `lost` with the first; others only `tellFixLost`.
-    private mutating func tellNoFix(_ index: Int, at now: Moment, into out: inout [Delivery]) -> ReducedPacing.Key? {
-        guard authorizedAccuracy(index, at: now) == .full else { return tellFixLost(index, at: now, into: &out) }
+    private mutating func tellNoFix(_ index: Int, due: Bool, at now: Moment, into out: inout [Delivery]) -> Bool {
+        guard authorizedAccuracy(index, at: now) == .full else { return tellFixLost(index, due: due, at: now, into: &out) }
         let lost = subscribers.entries[index].toldFix != false
         subscribers[slot: index].toldFix = false
         out.append(.noFixEpoch(to: subscribers.entries[index].id, lost: lost))
-        return nil
+        return false
     }
 
     /// What a client may know of the fix's mode (STATUS): all of it at full accuracy; at reduced, what its
@@ -389,6 +395,11 @@ struct Publisher {
         guard subscribers.entries[index].toldFix != fix else { return }
         subscribers[slot: index].toldFix = fix
         out.append(.fixState(to: subscribers.entries[index].id, fix: fix))
+    }
+
+    /// Records that the current report went out at reduced accuracy at `now` (to an uplink: clients through `noteDelivery`).
+    mutating func recordReducedReport(at now: Moment) {
+        pacing.record(report: report.serial, now: now.monotonic, interval: reducedInterval)
     }
 
     /// Readies the latest fix at `accuracy` (`ReportCache.ready`); false when there is nothing to send.

@@ -28,8 +28,6 @@ struct Subscriber {
 
     /// Who it is, from the kernel.
     var identity: ClientIdentity { profile.identity }
-    /// Whom reduced-accuracy pacing counts for.
-    var pacingKey: ReducedPacing.Key { profile.pacingKey }
     /// The connection's one-time grant and temporary full accuracy; a change drops the cached authorization.
     var session: SessionAuthorization {
         get { profile.session }
@@ -60,7 +58,6 @@ struct Subscriber {
 /// the `Subscriber` (and so the `Publisher`) that made it.
 final class SubscriberProfile {
     let identity: ClientIdentity
-    let pacingKey: ReducedPacing.Key
     var session = SessionAuthorization()
     var displayName: String?
     var announced: AuthorizationState?
@@ -70,7 +67,6 @@ final class SubscriberProfile {
 
     init(identity: ClientIdentity) {
         self.identity = identity
-        pacingKey = ReducedPacing.Key(identity)
     }
 }
 
