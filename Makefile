@@ -4,7 +4,9 @@
 #   sudo make install                     install under /usr/local (config in /etc/locationd)
 #   make install PREFIX=/usr DESTDIR=/tmp/stage   stage a package tree
 #   sudo make uninstall                   remove what install put there (not the configuration)
-#   make deb                              build locationd_VERSION_ARCH.deb here (debian/, debhelper)
+#   make deb                              build locationd_VERSION_ARCH.deb here (debian/, debhelper),
+#                                         and python3-locationd_VERSION_all.deb (the Python client)
+#   make install-python PYTHONDIR=DIR     install the Python client (clients/python/locationd) into DIR
 #
 # Installs: locationd and locationctl; the systemd units, sysusers.d and tmpfiles.d entries and the
 # udev rule; /etc/locationd/locationd.conf (kept when it exists) and conf.d/; the demo capture; the man
@@ -22,6 +24,9 @@ UNITDIR ?= $(LIBDIR)/systemd/system
 SYSUSERSDIR ?= $(LIBDIR)/sysusers.d
 TMPFILESDIR ?= $(LIBDIR)/tmpfiles.d
 UDEVRULESDIR ?= $(LIBDIR)/udev/rules.d
+# The Python client's package directory: Debian's python3 finds /usr/lib/python3/dist-packages (the
+# Debian package's), and /usr/local/lib/python3.X/dist-packages for a local install.
+PYTHONDIR ?= $(LIBDIR)/python3/dist-packages
 
 SWIFT ?= swift
 # The Swift standard library, runtime and libdispatch linked into the binaries, so that they run on a
@@ -73,7 +78,7 @@ INSTALL_STRIP ?= -s
 INSTALL_PROGRAM ?= $(INSTALL) -m 0755 $(INSTALL_STRIP)
 INSTALL_DATA ?= $(INSTALL) -m 0644
 
-.PHONY: all build install uninstall deb
+.PHONY: all build install install-python uninstall uninstall-python deb
 
 all: build
 
@@ -127,6 +132,14 @@ install: build
 		echo "then configure a receiver in $(SYSCONFDIR)/locationd/locationd.conf and run"; \
 		echo "  systemctl enable --now locationd.socket"; \
 	fi
+
+# The Python client: its .py files only (no __pycache__, which Debian's python3 makes itself).
+install-python:
+	$(INSTALL) -d $(DESTDIR)$(PYTHONDIR)/locationd
+	$(INSTALL_DATA) clients/python/locationd/*.py $(DESTDIR)$(PYTHONDIR)/locationd/
+
+uninstall-python:
+	rm -rf $(DESTDIR)$(PYTHONDIR)/locationd
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/locationd $(DESTDIR)$(BINDIR)/locationctl \
