@@ -172,6 +172,40 @@ struct IdentityBorrowingTests {
         #expect(daemon.log.contains("the processes holding this connection changed"), "\(daemon.log.suffix(1500))")
     }
 
+    @Test("a user rule's gpsd client that runs another program with the socket inherited keeps its location")
+    func inheritedByChildKeepsUserGrant() throws {
+        let port = try GpsdFrontEndToEndTests.freePort()
+        let daemon = try DaemonProcess(config: E2E.config(policy: "access = deny", clients: "[client daemon]\nuser = daemon\naccess = always\naccuracy = full\n",
+                                                          rate: "4"),
+                                       daemonKeys: "gpsd-listen = 127.0.0.1:\(port)\n")
+        defer { daemon.stop() }
+        _ = Self.waitUntil(seconds: 10) { daemon.log.contains(" started socket=") }
+        let directory = String(daemon.socketPath[..<daemon.socketPath.lastIndex(of: "/")!])
+        chmod(directory, 0o777)
+        // As libgps's socket is (not close-on-exec), a hook program started with system() holds it too.
+        let out = try E2E.run(["setpriv", "--reuid=1", "--regid=1", "--clear-groups", "/usr/bin/python3", "-c", """
+            import os, socket, sys, time
+            s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+            s.set_inheritable(True)
+            s.sendall(b'?WATCH={"enable":true,"json":true};\\n')
+            os.system("/usr/bin/sleep 3")
+            s.settimeout(0.5)
+            out, end = b"", time.time() + 2
+            while time.time() < end:
+                try:
+                    d = s.recv(65536)
+                    if not d:
+                        out += b"[closed]"
+                        break
+                    out += d
+                except socket.timeout:
+                    pass
+            sys.stdout.buffer.write(out)
+            """, String(port)], in: directory).stdout
+        #expect(out.contains(#""lat""#) && !out.contains("[closed]"), "\(out.suffix(600))\n\(daemon.log.suffix(1500))")
+        #expect(!daemon.log.contains("the processes holding this connection changed"), "\(daemon.log.suffix(1500))")
+    }
+
     @Test("finding 2, what a parked descriptor collects: a gpsd client that reads nothing is cut after client-timeout")
     func tcpNonReaderCut() throws {
         let port = try GpsdFrontEndToEndTests.freePort()

@@ -55,6 +55,8 @@ struct ProcessLoadTests {
         guard case .success(let file) = FileDescriptorOps.status(ofFileAt: path) else { Issue.record("no stat"); return }
         let mapped = ProcessLoad.MappedFile(path: path, device: file.device, inode: file.inode)
         #expect(ProcessLoad.untrusted(mapped) == (getuid() == 0 ? "it runs code from \(path), owned by uid 1, not root" : ProcessLoad.untrusted(mapped)))
+        // The daemon's own user's files are trusted: a daemon a user runs for itself trusts that user's build.
+        #expect(ProcessLoad.trustedOwners == [0, geteuid()])
         if getuid() == 0 {
             chown(path, 0, 0)
             chmod(path, 0o775)
@@ -64,18 +66,32 @@ struct ProcessLoadTests {
         }
     }
 
-    @Test("loader and interpreter injection in the environment, and harmless variables", arguments: [
-        ("HOME=/root\0LD_PRELOAD=./x.so\0", "LD_PRELOAD"),
-        ("LD_LIBRARY_PATH=/tmp\0", "LD_LIBRARY_PATH"),
-        ("LD_AUDIT=/tmp/a.so\0", "LD_AUDIT"),
-        ("PATH=/usr/bin\0PYTHONPATH=/tmp\0", "PYTHONPATH"),
-        ("PERL5OPT=-MFoo\0", "PERL5OPT"),
-        ("GLIBC_TUNABLES=glibc.malloc.x=1\0", "GLIBC_TUNABLES"),
-        ("BASH_FUNC_ls%%=() { id; }\0", "BASH_FUNC_ls%%"),
-        ("PYTHONUNBUFFERED=1\0PYTHONDONTWRITEBYTECODE=1\0LANG=C.UTF-8\0XLD_PRELOAD=x\0", nil),
-    ] as [(String, String?)])
-    func injection(environment: String, variable: String?) {
-        #expect(ProcessLoad.injectionVariable(inEnvironment: Array(environment.utf8)) == variable)
+    /// A directory of uid 1's, for variables that name it.
+    static let userDirectory: String = {
+        let directory = (try? TemporaryDirectories.make("processload-env")) ?? "/tmp"
+        chown(directory, 1, 1)
+        return directory
+    }()
+
+    @Test("loader and plugin variables naming untrusted places, and harmless ones", .enabled(if: getuid() == 0))
+    func injection() {
+        let user = Self.userDirectory
+        let cases: [(String, String?)] = [
+            ("HOME=/root\0LD_PRELOAD=\(user)/x.so\0", "LD_PRELOAD in its environment names \(user)/x.so, owned by uid 1, not root (in \(user))"),
+            ("LD_LIBRARY_PATH=\(user)\0", "LD_LIBRARY_PATH in its environment names \(user), owned by uid 1, not root"),
+            ("LD_LIBRARY_PATH=/usr/lib:\0", "LD_LIBRARY_PATH in its environment names the current directory"),
+            ("LD_AUDIT=./a.so\0", "LD_AUDIT in its environment names ./a.so, a relative path"),
+            ("GTK_MODULES=\(user)/evil.so\0", "GTK_MODULES in its environment names \(user)/evil.so, owned by uid 1, not root (in \(user))"),
+            ("GIO_EXTRA_MODULES=/tmp\0", "GIO_EXTRA_MODULES in its environment names /tmp, which group or others may write"),
+            // Root's places, names looked up in the system's directories, and other programs' variables: harmless.
+            ("LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu:/opt\0LD_BIND_NOW=1\0", nil),
+            ("GTK_MODULES=gail:atk-bridge\0QT_PLUGIN_PATH=/usr/lib/x86_64-linux-gnu/qt5/plugins\0", nil),
+            ("PYTHONPATH=\(user)\0PERL5OPT=-MFoo\0BASH_FUNC_which%%=() { id; }\0CLASSPATH=.\0", nil),
+            ("PYTHONUNBUFFERED=1\0LANG=C.UTF-8\0XLD_PRELOAD=./x\0", nil),
+        ]
+        for (environment, why) in cases {
+            #expect(ProcessLoad.injection(inEnvironment: Array(environment.utf8)) == why, "\(environment)")
+        }
     }
 
     @Test("interpreters by their Debian names, with or without a version", arguments: [
@@ -104,7 +120,8 @@ struct ProcessLoadTests {
 
     @Test("a real process: clean as started, tainted by LD_LIBRARY_PATH, and run by uid 1 read by root", .enabled(if: getuid() == 0))
     func realProcesses() throws {
-        for (environment, taint) in [([] as [String], nil as String?), (["LD_LIBRARY_PATH=/tmp"], "LD_LIBRARY_PATH in its environment")] {
+        for (environment, taint) in [([] as [String], nil as String?),
+                                     (["LD_LIBRARY_PATH=/tmp"], "LD_LIBRARY_PATH in its environment names /tmp, which group or others may write")] {
             let started = try PolicyEndToEndTests.start(["setpriv", "--reuid=1", "--regid=1", "--clear-groups", "env", "-i"] + environment
                                                         + ["/usr/bin/sleep", "5"], in: "/tmp")
             defer { kill(started.pid, SIGKILL); _ = PolicyEndToEndTests.finish(started) }
@@ -128,7 +145,7 @@ struct HeldProgramTests {
 
     @Test("one clean holder: its verified executable")
     func verified() throws {
-        let held = try HeldProgram.resolve(uid: 1000, holders: [Self.holder(10), Self.holder(11)], unreadUsers: [], refuseMixed: true)
+        let held = try HeldProgram.resolve(uid: 1000, holders: [Self.holder(10), Self.holder(11)], unreadUsers: [])
         #expect(held.executable == "/usr/bin/navit" && held.strength == .verifiedExecutable)
     }
 
@@ -136,46 +153,49 @@ struct HeldProgramTests {
     func otherUser() {
         for mixed in [false, true] {
             #expect(throws: PeerRefusal.otherUsers([1001])) {
-                try HeldProgram.resolve(uid: 1000, holders: [Self.holder(10), Self.holder(11, uid: 1001)], unreadUsers: [], refuseMixed: mixed)
+                try HeldProgram.resolve(uid: 1000, holders: [Self.holder(10), Self.holder(11, uid: 1001)], unreadUsers: [])
             }
         }
     }
 
-    @Test("different programs: known by the user alone on a Unix socket, refused on TCP")
+    @Test("different programs: known by the user alone")
     func differentPrograms() throws {
         let holders = [Self.holder(10, exe: "/usr/bin/sleep"), Self.holder(11, exe: "/usr/bin/python3.11")]
-        let held = try HeldProgram.resolve(uid: 1000, holders: holders, unreadUsers: [], refuseMixed: false)
+        let held = try HeldProgram.resolve(uid: 1000, holders: holders, unreadUsers: [])
         #expect(held.executable == nil && held.strength == .unverified(reason: "held by processes of different programs (pids 10,11)"))
-        #expect(throws: PeerRefusal.ambiguous([10, 11])) { try HeldProgram.resolve(uid: 1000, holders: holders, unreadUsers: [], refuseMixed: true) }
     }
 
     @Test("a tainted load, an interpreter, unreadable users: unverified, with the reason")
     func unverified() throws {
         let tainted = try HeldProgram.resolve(uid: 1000, holders: [Self.holder(10, taint: "LD_PRELOAD in its environment")],
-                                              unreadUsers: [], refuseMixed: true)
+                                              unreadUsers: [])
         #expect(tainted.executable == nil && tainted.strength == .unverified(reason: "LD_PRELOAD in its environment"))
-        let python = try HeldProgram.resolve(uid: 1000, holders: [Self.holder(10, exe: "/usr/bin/python3.11")], unreadUsers: [], refuseMixed: true)
+        let python = try HeldProgram.resolve(uid: 1000, holders: [Self.holder(10, exe: "/usr/bin/python3.11")], unreadUsers: [])
         #expect(python.executable == nil && python.interpreter == "/usr/bin/python3.11" && !python.strength.isVerified)
-        let unread = try HeldProgram.resolve(uid: 1000, holders: [Self.holder(10)], unreadUsers: [1001], refuseMixed: true)
+        // An interpreter's load is not judged: interpreter = yes accepts any code of its user already.
+        let pip = try HeldProgram.resolve(uid: 1000, holders: [Self.holder(10, exe: "/usr/bin/python3.11", taint: "it runs code from /home/a/x.so")],
+                                          unreadUsers: [])
+        #expect(pip.interpreter == "/usr/bin/python3.11")
+        let unread = try HeldProgram.resolve(uid: 1000, holders: [Self.holder(10)], unreadUsers: [1001])
         #expect(unread.executable == nil && !unread.strength.isVerified)
     }
 
     @Test("units: a system unit under system.slice; a user manager's unit only as user-unit")
     func units() throws {
         let system = try HeldProgram.resolve(uid: 1000, holders: [Self.holder(10, unit: "navit.service", systemSlice: true)],
-                                             unreadUsers: [], refuseMixed: true)
+                                             unreadUsers: [])
         #expect(system.unit == "navit.service" && system.strength == .systemUnit)
         let user = try HeldProgram.resolve(uid: 1000, holders: [Self.holder(10, unit: "user@1000.service/navit.service")],
-                                           unreadUsers: [], refuseMixed: true)
+                                           unreadUsers: [])
         #expect(user.unit == nil && user.userUnit == "navit.service" && user.strength == .verifiedExecutable)
     }
 
     @Test("a re-check backs the first look while it names the same program; a weaker first look loses nothing")
     func stillBacks() throws {
-        let first = try HeldProgram.resolve(uid: 1000, holders: [Self.holder(10)], unreadUsers: [], refuseMixed: false)
-        let forked = try HeldProgram.resolve(uid: 1000, holders: [Self.holder(10), Self.holder(12)], unreadUsers: [], refuseMixed: false)
+        let first = try HeldProgram.resolve(uid: 1000, holders: [Self.holder(10)], unreadUsers: [])
+        let forked = try HeldProgram.resolve(uid: 1000, holders: [Self.holder(10), Self.holder(12)], unreadUsers: [])
         let joined = try HeldProgram.resolve(uid: 1000, holders: [Self.holder(10), Self.holder(12, exe: "/usr/bin/python3.11")],
-                                             unreadUsers: [], refuseMixed: false)
+                                             unreadUsers: [])
         #expect(forked.stillBacks(first))
         #expect(!joined.stillBacks(first))
         #expect(first.stillBacks(joined))

@@ -46,7 +46,7 @@ extension ClientIdentity {
             throw error == .noSuchProcess ? .exited : .noCredentials(error)
         }
         let holders = HeldProgram.facts(peerInode.map { scan.holders(of: $0) } ?? [], adding: credentials.pid, cache: &cache)
-        var held = try HeldProgram.resolve(uid: credentials.uid, holders: holders, unreadUsers: scan.unreadUsers, refuseMixed: false)
+        var held = try HeldProgram.resolve(uid: credentials.uid, holders: holders, unreadUsers: scan.unreadUsers)
         if peerInode == nil {
             // Who else holds it cannot be told: known by its user alone.
             held = HeldProgram(executable: nil, unit: nil, userUnit: nil, interpreter: nil, program: held.program,
@@ -77,7 +77,7 @@ extension ClientIdentity {
         var identity = ClientIdentity(pid: pid, uid: getuid(), gid: getgid(), user: UserDatabase.name(ofUser: getuid()),
                                       groups: groupNames(gids), verifiedByPidFD: false)
         if let facts = HolderFacts.read(pid),
-           let held = try? HeldProgram.resolve(uid: getuid(), holders: [facts], unreadUsers: [], refuseMixed: false) {
+           let held = try? HeldProgram.resolve(uid: getuid(), holders: [facts], unreadUsers: []) {
             identity.apply(held)
         }
         return identity

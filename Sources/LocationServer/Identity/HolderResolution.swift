@@ -13,8 +13,6 @@ public enum PeerRefusal: Error, Equatable, CustomStringConvertible {
     case noCredentials(Errno)
     /// No process of the socket's owner holds its other end.
     case noProcess
-    /// Processes running different programs hold it: which one speaks cannot be told (TCP).
-    case ambiguous([Int32])
     /// Processes of other users than the one that made the socket hold it (uids): which user reads it
     /// cannot be told, and the least any of them would get is nothing that can be told either.
     case otherUsers([UInt32])
@@ -30,7 +28,6 @@ public enum PeerRefusal: Error, Equatable, CustomStringConvertible {
         case .noSocketOwner: return "the kernel has no socket at the other end"
         case .noCredentials(let e): return "no peer credentials: \(e)"
         case .noProcess: return "no process holds the other end"
-        case .ambiguous(let pids): return "processes running different programs hold the other end (pids \(pids.map(String.init).joined(separator: ",")))"
         case .otherUsers(let uids): return "processes of other users hold the other end (uids \(uids.map(String.init).joined(separator: ",")))"
         case .exited: return "the connecting process exited before it was identified"
         case .tooManyDescriptors: return "its user's processes hold more than \(PeerProcess.descriptorScanLimit) descriptors"
@@ -55,19 +52,18 @@ struct HeldProgram: Equatable, Sendable {
     /// What `holders` (every process holding the connection, the connecting one included) make of it, for a
     /// connection of user `uid`. The decision is the least any holder would get: a holder of another user
     /// refuses the connection; holders of different programs, or a program not loaded cleanly
-    /// (`ProcessLoad`), leave it known by its user alone; an interpreter is named for `interpreter = yes`
-    /// rules only.
-    /// - Parameters:
-    ///   - unreadUsers: users whose processes could not all be read (`SocketHolderScan.unreadUsers`): any of
-    ///     them may hold it too.
-    ///   - refuseMixed: true for TCP, where any holder may write requests: different programs are refused.
-    /// - Throws: `PeerRefusal.otherUsers`, `.ambiguous` (with `refuseMixed`), `.noProcess` when `holders` is empty.
-    static func resolve(uid: UInt32, holders: [HolderFacts], unreadUsers: Set<UInt32>, refuseMixed: Bool) throws(PeerRefusal) -> HeldProgram {
+    /// (`ProcessLoad`), leave it known by its user alone — its user's own code, which `user` and `group`
+    /// rules trust anyway (a program that runs `system()` with the socket inherited keeps what its user may
+    /// have); an interpreter is named for `interpreter = yes` rules only, which accept any code of its user,
+    /// so its load is not judged.
+    /// - Parameter unreadUsers: users whose processes could not all be read (`SocketHolderScan.unreadUsers`):
+    ///   any of them may hold it too.
+    /// - Throws: `PeerRefusal.otherUsers`, `.noProcess` when `holders` is empty.
+    static func resolve(uid: UInt32, holders: [HolderFacts], unreadUsers: Set<UInt32>) throws(PeerRefusal) -> HeldProgram {
         guard let first = holders.first else { throw .noProcess }
         let others = Set(holders.filter { !$0.isOfUser(uid) }.map { $0.uids.first ?? 0 })
         if !others.isEmpty { throw .otherUsers(others.sorted()) }
         let programs = Set(holders.map { $0.program ?? "?" })
-        if refuseMixed && programs.count > 1 { throw .ambiguous(holders.map(\.pid).sorted()) }
 
         var held = HeldProgram(executable: nil, unit: nil, userUnit: nil, interpreter: nil, program: first.program,
                                strength: .unverified(reason: "no program identified"))
@@ -90,16 +86,15 @@ struct HeldProgram: Equatable, Sendable {
             reason = "its user's processes hold more than \(PeerProcess.descriptorScanLimit) descriptors: who else holds it cannot be told"
         } else if programs.count > 1 {
             reason = "held by processes of different programs (pids \(holders.map { String($0.pid) }.joined(separator: ",")))"
+        } else if let executable = first.executable, holders.allSatisfy({ $0.executable == executable }),
+                  ProcessLoad.isInterpreter(executable) {
+            held.interpreter = executable
+            reason = "an interpreter (\(executable)): any script of its user can run as it"
         } else if let taint = holders.lazy.compactMap(\.taint).first {
             reason = taint
         } else if let executable = first.executable, holders.allSatisfy({ $0.executable == executable }) {
-            if ProcessLoad.isInterpreter(executable) {
-                held.interpreter = executable
-                reason = "an interpreter (\(executable)): any script of its user can run as it"
-            } else {
-                held.executable = executable
-                reason = ""
-            }
+            held.executable = executable
+            reason = ""
         } else {
             reason = "its executable cannot be verified (deleted, replaced, or in another mount namespace)"
         }

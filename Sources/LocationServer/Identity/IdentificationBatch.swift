@@ -79,8 +79,6 @@ struct HolderCheck: Sendable {
     let id: Int
     let uid: UInt32
     let peerInode: UInt64
-    /// TCP: different programs are refused.
-    let refuseMixed: Bool
 }
 
 /// Looking again at who holds live connections (docs/SECURITY.md "Who a client is"): a descriptor sent with
@@ -98,7 +96,7 @@ enum HolderRecheck {
             guard !pids.isEmpty else { return nil }
             let holders = HeldProgram.facts(pids, adding: nil, cache: &cache)
             let held = Result { () throws(PeerRefusal) in
-                try HeldProgram.resolve(uid: check.uid, holders: holders, unreadUsers: scan.unreadUsers, refuseMixed: check.refuseMixed)
+                try HeldProgram.resolve(uid: check.uid, holders: holders, unreadUsers: scan.unreadUsers)
             }
             return HolderCheckResult(id: check.id, held: held)
         }

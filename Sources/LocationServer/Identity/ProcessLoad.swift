@@ -5,19 +5,21 @@ import CPosixShims
 import LocationPosix
 
 /// Whether a process was loaded cleanly, so that the program it runs is what speaks (ARCHITECTURE.md
-/// "Identity strength"): only files owned by root that group and others cannot write are mapped executable
-/// in it (/proc/PID/maps), and its environment carries no loader or interpreter injection (/proc/PID/environ).
+/// "Identity strength"): only files owned by root (or the daemon's own user) that group and others cannot
+/// write are mapped executable in it (/proc/PID/maps), and its environment names no other place to load
+/// code from (/proc/PID/environ).
 /// A user can make any program run their code — `LD_PRELOAD=./x.so /usr/bin/sleep` needs no ptrace — and
 /// such a process must not pass for the program (found by a helper attacking the daemon as an unprivileged
 /// user: an `always`/full grant for `/usr/bin/sleep`).
 enum ProcessLoad {
-    /// Why process `pid`'s load is not clean, or nil when it is: the first of an injection variable in its
-    /// environment, a mapped executable file that is not root's or is writable by group or others, deleted
-    /// or not the file at its path here, or what could not be read (fails closed).
+    /// Why process `pid`'s load is not clean, or nil when it is: the first of a loader or plugin variable in
+    /// its environment naming an untrusted place (`injection`), a mapped executable file that is not root's or
+    /// is writable by group or others, deleted or not the file at its path here, or what could not be read
+    /// (fails closed).
     static func taint(pid: Int32) -> String? {
         switch environment(of: pid) {
         case .success(let bytes):
-            if let name = injectionVariable(inEnvironment: bytes) { return "\(name) in its environment" }
+            if let why = injection(inEnvironment: bytes) { return why }
         case .failure(.fileTooLarge):
             return "its environment is larger than \(environmentLimit / 1024) KiB"
         case .failure(let e):
@@ -69,32 +71,64 @@ enum ProcessLoad {
     /// The most of /proc/PID/maps read: 16 MiB (a browser's hundreds of thousands of mappings).
     static let mapsLimit = 16 << 20
 
-    /// Variables that make a program load or run code the user chose, beyond those that start with `LD_`
-    /// (ld.so(8): `LD_PRELOAD`, `LD_LIBRARY_PATH`, `LD_AUDIT`, …): glibc's `GCONV_PATH` and `GLIBC_TUNABLES`,
-    /// toolkits' and libraries' plugin paths, and interpreters' start-up hooks (python(1), perlrun(1), ruby(1),
-    /// node(1), bash(1) `BASH_ENV`, the JVM's `JAVA_TOOL_OPTIONS`).
-    static let injectionVariables: Set<String> = [
-        "GCONV_PATH", "GLIBC_TUNABLES", "HOSTALIASES", "LOCPATH", "NLSPATH", "MALLOC_TRACE",
-        "GTK_MODULES", "GTK3_MODULES", "GTK_PATH", "GIO_EXTRA_MODULES", "GIO_MODULE_DIR", "GST_PLUGIN_PATH",
-        "GST_PLUGIN_PATH_1_0", "GST_PLUGIN_SYSTEM_PATH", "GST_PLUGIN_SYSTEM_PATH_1_0", "QT_PLUGIN_PATH",
-        "QT_QPA_PLATFORM_PLUGIN_PATH", "GI_TYPELIB_PATH", "GDK_PIXBUF_MODULE_FILE", "SASL_PATH", "OPENSSL_CONF",
+    /// Variables that name where a program or its libraries load code from, beyond those that start with `LD_`
+    /// (ld.so(8): `LD_PRELOAD`, `LD_LIBRARY_PATH`, `LD_AUDIT`, …): glibc's `GCONV_PATH` (iconv modules) and
+    /// locale paths, and libraries' plugin paths (GTK, GIO, GStreamer, Qt, gdk-pixbuf, SASL, OpenSSL, PKCS#11),
+    /// which may load a module after the process was identified, where the memory map could not show it yet.
+    /// An interpreter's own hooks (`PYTHONPATH`, `PERL5OPT`, `BASH_ENV`, …) are not here: an interpreter is
+    /// unverified whatever its environment, and a rule that accepts it (`interpreter = yes`) accepts any code
+    /// of its user.
+    static let pathVariables: Set<String> = [
+        "GCONV_PATH", "LOCPATH", "NLSPATH", "GTK_MODULES", "GTK3_MODULES", "GTK_PATH", "GIO_EXTRA_MODULES",
+        "GIO_MODULE_DIR", "GST_PLUGIN_PATH", "GST_PLUGIN_PATH_1_0", "GST_PLUGIN_SYSTEM_PATH", "GST_PLUGIN_SYSTEM_PATH_1_0",
+        "QT_PLUGIN_PATH", "QT_QPA_PLATFORM_PLUGIN_PATH", "GDK_PIXBUF_MODULE_FILE", "SASL_PATH", "OPENSSL_CONF",
         "OPENSSL_MODULES", "OPENSSL_ENGINES", "PKCS11_MODULE_PATH",
-        "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE", "PYTHONINSPECT", "PYTHONBREAKPOINT",
-        "PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB", "RUBYOPT", "RUBYLIB", "NODE_OPTIONS", "NODE_PATH",
-        "LUA_PATH", "LUA_CPATH", "LUA_INIT", "TCLLIBPATH", "BASH_ENV", "ENV", "PS4", "SHELLOPTS", "BASHOPTS",
-        "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH",
     ]
 
-    /// The first variable of a /proc/PID/environ text (`NAME=VALUE` entries, each ended by a NUL) that
-    /// injects code: any `LD_` one, or one of `injectionVariables`; nil when none.
-    static func injectionVariable(inEnvironment bytes: [UInt8]) -> String? {
+    /// Why a /proc/PID/environ text (`NAME=VALUE` entries, each ended by a NUL) lets code the process's user
+    /// chose be loaded, or nil: an `LD_` variable or one of `pathVariables` naming a path that is relative, or
+    /// not a trusted file or directory (`untrustedPath`); for `LD_LIBRARY_PATH` an empty element, which is the
+    /// current directory. Names without a slash (`GTK_MODULES=gail:atk-bridge`, `LD_BIND_NOW=1`) are looked up
+    /// in the system's directories, and whatever a variable makes the loader map shows in the memory map too.
+    static func injection(inEnvironment bytes: [UInt8]) -> String? {
         for entry in bytes.split(separator: 0, omittingEmptySubsequences: true) {
-            let name = String(decoding: entry.prefix { $0 != UInt8(ascii: "=") }, as: UTF8.self)
-            if name.hasPrefix("LD_") || injectionVariables.contains(name) || name.hasPrefix("BASH_FUNC_") {
-                return name
+            guard let equals = entry.firstIndex(of: UInt8(ascii: "=")) else { continue }
+            let name = String(decoding: entry[entry.startIndex..<equals], as: UTF8.self)
+            guard name.hasPrefix("LD_") || pathVariables.contains(name) else { continue }
+            let value = String(decoding: entry[(equals + 1)...], as: UTF8.self)
+            let elements = value.split(omittingEmptySubsequences: false, whereSeparator: { ":; ,".contains($0) })
+            for element in elements {
+                if element.isEmpty {
+                    if name == "LD_LIBRARY_PATH" && !value.isEmpty { return "\(name) in its environment names the current directory" }
+                    continue
+                }
+                guard element.contains("/") else { continue }
+                guard element.hasPrefix("/") else { return "\(name) in its environment names \(element), a relative path" }
+                if let why = untrustedPath(String(element)) { return "\(name) in its environment names \(element), \(why)" }
             }
         }
         return nil
+    }
+
+    /// The owners whose files the daemon trusts: root, and the daemon's own user (who could change the
+    /// daemon itself: a daemon run by a user for that user, as the quick start does, trusts that user's build).
+    static let trustedOwners: Set<UInt32> = [0, geteuid()]
+
+    /// Why the file or directory at `path` (links followed) cannot be trusted, or nil: it, or when it does not
+    /// exist the nearest directory above it that does (where it could be made later), is owned by another than
+    /// `trustedOwners`, or writable by group or others.
+    static func untrustedPath(_ path: String) -> String? {
+        var place = path
+        while true {
+            if case .success(let status) = FileDescriptorOps.status(ofFileAt: place) {
+                let what = place == path ? "" : " (in \(place))"
+                if !trustedOwners.contains(status.owner) { return "owned by uid \(status.owner), not root\(what)" }
+                if status.mode & 0o022 != 0 { return "which group or others may write\(what)" }
+                return nil
+            }
+            guard let slash = place.lastIndex(of: "/"), place != "/" else { return nil }
+            place = slash == place.startIndex ? "/" : String(place[..<slash])
+        }
     }
 
     /// A file mapped executable in a process: its path as the process sees it, and its device and inode.
@@ -144,7 +178,7 @@ enum ProcessLoad {
               status.device == file.device, status.inode == file.inode else {
             return "it runs code from \(file.path), which is not the file at that path here"
         }
-        if status.owner != 0 { return "it runs code from \(file.path), owned by uid \(status.owner), not root" }
+        if !trustedOwners.contains(status.owner) { return "it runs code from \(file.path), owned by uid \(status.owner), not root" }
         if status.mode & 0o022 != 0 { return "it runs code from \(file.path), which group or others may write" }
         return nil
     }

@@ -17,7 +17,7 @@ extension ServerState {
         var checks: [HolderCheck] = []
         for (id, connection) in connections where connection.front != .native {
             guard let inode = connection.peerInode else { continue }
-            checks.append(HolderCheck(id: id, uid: connection.identity.uid, peerInode: inode, refuseMixed: connection.front == .gpsd))
+            checks.append(HolderCheck(id: id, uid: connection.identity.uid, peerInode: inode))
         }
         guard !checks.isEmpty else { return }
         holderCheck = (running: true, wanted: false)
@@ -25,8 +25,11 @@ extension ServerState {
     }
 
     /// A re-check came back: a connection whose holders no longer back the identity it was given — another
-    /// program or another user now holds it — is closed: what that identity was granted ends with it.
-    mutating func holdersChecked(_ results: [HolderCheckResult]) {
+    /// program or another user now holds it — keeps going only if what it is authorized for is the same under
+    /// the identity its holders give it now (a `user` rule's client that ran `system()` with the socket
+    /// inherited); otherwise it is closed: what that identity was granted ends with it. Looked at again at the
+    /// next pass, so a rule or grant that changes meanwhile is seen within a second.
+    mutating func holdersChecked(_ results: [HolderCheckResult], at now: Moment) {
         holderCheck.running = false
         for result in results {
             guard let connection = connections[result.id] else { continue }
@@ -35,6 +38,13 @@ extension ServerState {
             case .success(let held) where held.stillBacks(old):
                 continue
             case .success(let held):
+                var weaker = connection.identity
+                weaker.apply(held)
+                let current = publisher.authorization(of: result.id, at: now)
+                if let then = publisher.authorization(of: result.id, as: weaker, at: now),
+                   then.status == current.status, then.accuracy == current.accuracy, then.inUse == current.inUse {
+                    continue
+                }
                 refuse(result.id, "the processes holding this connection changed (now \(held.program ?? "?"), \(held.strength)): "
                        + "what \(old.program ?? "?") (\(old.strength)) was granted ends")
             case .failure(let refusal):

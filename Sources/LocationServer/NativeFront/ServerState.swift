@@ -363,7 +363,7 @@ struct ServerState {
                 send(admin, ServerMessage.grants(grants).encoded())
             }
         case .holdersChecked(let results):
-            holdersChecked(results)
+            holdersChecked(results, at: now)
         case let .auditRead(admin, page):
             var m = JSONMembers()
             m.rawArray("events", page.lines)
