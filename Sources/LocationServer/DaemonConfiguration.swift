@@ -115,11 +115,11 @@ public struct DaemonConfiguration: Sendable {
                         nmeaSocket = e.value
                         nmeaSocketEntry = e
                     case "share-group":
-                        guard !e.value.isEmpty else { throw fail(e, "empty group name") }
-                        shareGroup = e.value
+                        guard let name = Self.groupName(e.value) else { throw fail(e, Self.noGroup(e.value)) }
+                        shareGroup = name
                     case "admin-group":
-                        guard !e.value.isEmpty else { throw fail(e, "empty group name") }
-                        adminGroup = e.value
+                        guard let name = Self.groupName(e.value) else { throw fail(e, Self.noGroup(e.value)) }
+                        adminGroup = name
                     case "log-level":
                         guard let level = LogLevel(name: e.value) else {
                             throw fail(e, "'\(e.value)' is not error, warning, notice, info or debug")
@@ -223,8 +223,15 @@ public struct DaemonConfiguration: Sendable {
                         // The kernel names a client's executable with its links resolved: a rule for
                         // /usr/bin/python3 (a link to python3.11) would otherwise match nothing.
                         rule.executable = FileDescriptorOps.resolvedPath(e.value) ?? e.value
-                    case "user": rule.user = e.value
-                    case "group": rule.group = e.value
+                    case "user":
+                        // A typo would make a rule that matches no one, silently.
+                        guard UInt32(e.value) != nil || UserDatabase.userID(named: e.value) != nil else {
+                            throw fail(e, "'\(e.value)' is neither a user of this system nor a uid")
+                        }
+                        rule.user = e.value
+                    case "group":
+                        guard let name = Self.groupName(e.value) else { throw fail(e, Self.noGroup(e.value)) }
+                        rule.group = name
                     case "unit":
                         // The system manager's units only: below user@UID.service the user names units freely.
                         guard !e.value.contains("/"), !e.value.hasPrefix("user@") else {
@@ -280,6 +287,21 @@ public struct DaemonConfiguration: Sendable {
         for r in receivers where !names.insert(r.name).inserted {
             throw ConfigFileError(file: entries.first?.file ?? "", line: nil, key: nil, message: "receiver \(r.name) defined twice")
         }
+    }
+}
+
+extension DaemonConfiguration {
+    /// The name `text` gives a group by: its own when it is a group of this system (getgrnam(3)), the group's
+    /// name when it is the number of one, the number itself when no group has it (a gid without an entry,
+    /// which a client's groups then name by number, `ClientIdentity.groupNames`); nil when it is neither a
+    /// group nor a number — a typo that would otherwise match no one, silently.
+    static func groupName(_ text: String) -> String? {
+        if let gid = UInt32(text) { return UserDatabase.name(ofGroup: gid) ?? text }
+        return text.isEmpty || UserDatabase.groupID(named: text) == nil ? nil : text
+    }
+
+    static func noGroup(_ text: String) -> String {
+        text.isEmpty ? "empty group name" : "'\(text)' is neither a group of this system nor a gid"
     }
 }
 

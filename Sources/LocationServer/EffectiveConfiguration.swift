@@ -5,7 +5,11 @@ extension DaemonConfiguration {
     /// The effective configuration as INI text, every setting with its value (defaults included).
     public var effectiveDescription: String {
         var s = "[daemon]\n"
-        s += "socket = \(socketPath)\nstate-directory = \(stateDirectory)\nadmin-group = \(adminGroup)\n"
+        s += "socket = \(socketPath)\nstate-directory = \(stateDirectory)\n"
+        // The default group may be missing (a daemon run from the source tree; the package creates it): said in a
+        // comment, so that this text still reads back (a group named in the file must exist).
+        s += Self.groupName(adminGroup) != nil ? "admin-group = \(adminGroup)\n"
+            : "; admin-group = \(adminGroup) ; the default: no such group on this system, so root only\n"
         s += "log-level = \(logLevel.name)\nmax-clients = \(maxClients)\nmax-clients-per-user = \(maxClientsPerUser)\nclient-timeout = \(DurationText.configNumber(clientTimeout))s\n"
         s += "gpsd-listen = \(gpsdListen.map(\.description).joined(separator: " "))\n"
         s += "nmea-socket = \(nmeaSocket ?? "")\n"
