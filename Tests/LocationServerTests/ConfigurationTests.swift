@@ -190,6 +190,13 @@ struct ConfigurationTests {
         ("[daemon]\nshare-group = nosuchgroup\n", 2, "share-group", "neither a group of this system nor a gid"),
         ("[client a]\nuser = nosuchuser\naccess = always\n", 2, "user", "'nosuchuser' is neither a user of this system nor a uid"),
         ("[client a]\ngroup = nosuchgroup\naccess = always\n", 2, "group", "'nosuchgroup' is neither a group of this system nor a gid"),
+        // Zero is a duration; none of these keys has an "off", so the error says what zero would do (issue 33).
+        ("[policy]\nreduced-interval = 0s\n", 2, "reduced-interval", "must be more than 0: reduced clients would get every fix"),
+        ("[policy]\nonce-lifetime = 0\n", 2, "once-lifetime", "must be more than 0: a one-time grant would end as it is made"),
+        ("[policy]\nask-timeout = 0ms\n", 2, "ask-timeout", "must be more than 0"),
+        ("[daemon]\nclient-timeout = 0s\n", 2, "client-timeout", "must be more than 0"),
+        ("[receiver r]\ntype = replay\nfile = /x.log\nstale-after = 0s\n", 4, "stale-after", "must be more than 0"),
+        ("[policy]\nreduced-interval = -1s\n", 2, "reduced-interval", "'-1s' is not a duration"),
     ])
     func errors(text: String, line: Int, key: String, mentions: String) {
         do {
@@ -312,7 +319,8 @@ struct ConfigurationTests {
         let first = Self.run(["--check-config", "--config", dir + "/in.conf"])
         #expect(first.status == 0, "\(first.stderr)")
         #expect(first.stdout.contains("stale-after = auto") && first.stdout.contains("stale-after = 1.5s"))
-        #expect(first.stdout.contains("client-timeout = 30s") && first.stdout.contains("once-lifetime = 5400s")
+        #expect(first.stdout.contains("client-timeout = 30s") && first.stdout.contains("once-lifetime = 1h 30min\nask-timeout = 30s\n")
+                && first.stdout.contains("reduced-interval = 15min\n")
                 && first.stdout.contains("reduced-grid = 2000\n") && first.stdout.contains("share-group = root\n"), "\(first.stdout)")
         #expect(first.stdout.contains("server = [::1]:2948\nserver-user = nobody\n")
                 && first.stdout.contains("server = localhost:2947\nserver-user = gpsd\n")
