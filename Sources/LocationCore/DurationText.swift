@@ -45,6 +45,29 @@ public enum DurationText {
         value == value.rounded() && abs(value) < 1e15 ? String(Int(value)) : "\(value)"
     }
 
+    /// A duration as the config file writes it and reads it back (`locationd --check-config`), in the largest
+    /// units that give it exactly, as people write durations: `1h` for 3600 s (not `3600s`), `15min`,
+    /// `1h 30min`, `30s`, `1.5s`, `500ms`, `0s`. A value written `90s` prints `1min 30s`: the same duration.
+    /// - Parameter seconds: the duration, seconds (not negative).
+    public static func configText(_ seconds: Double) -> String {
+        guard seconds.isFinite, seconds > 0, seconds < 1e15 else { return configNumber(max(0, seconds)) + "s" }
+        if seconds < 1 {
+            let milliseconds = seconds * 1000
+            return milliseconds == milliseconds.rounded() ? "\(Int(milliseconds))ms" : configNumber(seconds) + "s"
+        }
+        var whole = Int(seconds.rounded(.down))
+        let fraction = seconds - Double(whole)
+        var words: [String] = []
+        for (scale, unit) in [(86_400, "d"), (3600, "h"), (60, "min")] where whole >= scale {
+            words.append("\(whole / scale)\(unit)")
+            whole %= scale
+        }
+        if whole > 0 || fraction > 0 {
+            words.append(fraction > 0 ? configNumber(Double(whole) + fraction) + "s" : "\(whole)s")
+        }
+        return words.joined(separator: " ")
+    }
+
     /// A duration as messages and logs write it, to the millisecond: "2 s", "0.5 s", "2.828 s" (a reduced POLL's wait,
     /// which ends at a moment of the cadence, printed "2.827927243 s").
     public static func seconds(_ d: Duration) -> String {

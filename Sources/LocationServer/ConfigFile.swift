@@ -53,6 +53,17 @@ public enum ConfigFile {
         /// getline(3)'s buffer, reused from line to line.
         var lineBuffer: UnsafeMutablePointer<CChar>? = nil
         var lineCapacity = 0
+        /// Whether the line read last starts with a space or tab (inih takes such a line after a key as a
+        /// continuation of its value, handed over under the same key: not a second setting of it).
+        var lineIndented = false
+        /// Whether a key was read since the last section header.
+        var afterKey = false
+        /// Section → the line of its header, and (section, key) → the line of its entry, in this file:
+        /// each appears once in a file (a drop-in may set them again).
+        var sectionLines: [String: Int] = [:]
+        var keyLines: [String: [String: Int]] = [:]
+        /// A section or key given twice in this file: parsing stops at it.
+        var repeated: ConfigFileError?
 
         init(file: UnsafeMutablePointer<FILE>, path: String) {
             self.file = file
@@ -66,12 +77,16 @@ public enum ConfigFile {
             let length = getline(&lineBuffer, &lineCapacity, file)
             guard length >= 0, let text = lineBuffer else { return nil }
             line += 1
+            var first = 0
+            while first < length && (text[first] == 32 || text[first] == 9) { first += 1 }
+            lineIndented = first > 0
+            // inih takes `[` as a header unless the line is indented after a key (then it continues that value).
+            if first < length && text[first] == 91 && !(lineIndented && afterKey) { noteSection(text + first + 1, length: length - first - 1) }  // '['
+            if repeated != nil { return nil }
             if length < size {
                 memcpy(buffer, text, length + 1)
                 return buffer
             }
-            var first = 0
-            while first < length && (text[first] == 32 || text[first] == 9) { first += 1 }
             if first < length && (text[first] == 59 || text[first] == 35) {  // ';' or '#': a comment
                 buffer[0] = 10
                 buffer[1] = 0
@@ -79,6 +94,35 @@ public enum ConfigFile {
             }
             tooLong = (line, size - 1)
             return nil
+        }
+
+        /// Notes a section header's name (the bytes up to `]`, as inih takes them); a second header of the same
+        /// name in this file is an error: its keys would silently merge into (or replace those of) the first.
+        func noteSection(_ name: UnsafeMutablePointer<CChar>, length: Int) {
+            guard let end = (0..<length).first(where: { name[$0] == 93 }) else { return }  // ']'; else inih reports the line
+            let section = String(decoding: UnsafeRawBufferPointer(start: name, count: end), as: UTF8.self)
+            afterKey = false
+            if let earlier = sectionLines[section] {
+                repeated = ConfigFileError(file: path, line: line, key: nil,
+                                           message: "[\(section)] again (first at line \(earlier)): give each section once in a file "
+                                               + "(a drop-in in conf.d may add to it)")
+            } else {
+                sectionLines[section] = line
+            }
+        }
+
+        /// Notes a key of `section`; the same key twice in one section of this file is an error (which one was
+        /// meant?). A continuation line (indented, after the same key) is not a second setting.
+        func noteKey(_ key: String, section: String) {
+            afterKey = true
+            if lineIndented, let last = entries.last, last.section == section, last.key == key { return }
+            if let earlier = keyLines[section]?[key] {
+                repeated = ConfigFileError(file: path, line: line, key: key,
+                                           message: "given twice in [\(section)] (first at line \(earlier)): give each key once "
+                                               + "in a section of a file (a drop-in in conf.d may set it again)")
+            } else {
+                keyLines[section, default: [:]][key] = line
+            }
         }
     }
 
@@ -127,11 +171,15 @@ public enum ConfigFile {
         let handler: ini_handler = { user, section, name, value in
             let state = Unmanaged<ParseState>.fromOpaque(user!).takeUnretainedValue()
             guard let name, let value else { return 1 }  // a section header alone
-            state.entries.append(ConfigEntry(section: section.map { String(cString: $0) } ?? "", key: String(cString: name),
+            let sectionName = section.map { String(cString: $0) } ?? ""
+            state.noteKey(String(cString: name), section: sectionName)
+            if state.repeated != nil { return 1 }
+            state.entries.append(ConfigEntry(section: sectionName, key: String(cString: name),
                                              value: String(cString: value), file: state.path, line: state.line))
             return 1
         }
         let result = ini_parse_stream(reader, context, handler, context)
+        if let repeated = state.repeated { throw repeated }
         if let (line, limit) = state.tooLong {
             throw ConfigFileError(file: path, line: line, key: nil, message: "line longer than \(limit) bytes")
         }
@@ -145,7 +193,9 @@ public enum ConfigFile {
     }
 
     /// The main file's entries followed by those of `DIR/*.conf` beside it (`conf.d`), in name order,
-    /// so that later files override earlier ones.
+    /// so that later files override earlier ones: a drop-in may set a key of the main file (or of an earlier
+    /// drop-in) again, and add keys to a section of it, as systemd's drop-ins do. Within one file each section
+    /// and each key of a section is given once (`read` throws at the second).
     public static func readWithDropIns(_ path: String, dropInDirectory: String?) throws(ConfigFileError) -> [ConfigEntry] {
         var entries = try read(path)
         if let dir = dropInDirectory, let stream = opendir(dir) {

@@ -7,8 +7,8 @@ import LocationPosix
 import LocationSources
 import LocationWire
 
-/// The daemon's version.
-public let locationdRelease = "0.1.0"
+/// The daemon's version (LocationWire's `Release`, shared with locationctl).
+public let locationdRelease = Release.version
 
 /// Reports the receivers' states for STATUS and STATE messages.
 struct ReceiverSetReports: ReceiverStatusProvider {

@@ -115,11 +115,11 @@ public struct DaemonConfiguration: Sendable {
                         nmeaSocket = e.value
                         nmeaSocketEntry = e
                     case "share-group":
-                        guard !e.value.isEmpty else { throw fail(e, "empty group name") }
-                        shareGroup = e.value
+                        guard let name = Self.groupName(e.value) else { throw fail(e, Self.noGroup(e.value)) }
+                        shareGroup = name
                     case "admin-group":
-                        guard !e.value.isEmpty else { throw fail(e, "empty group name") }
-                        adminGroup = e.value
+                        guard let name = Self.groupName(e.value) else { throw fail(e, Self.noGroup(e.value)) }
+                        adminGroup = name
                     case "log-level":
                         guard let level = LogLevel(name: e.value) else {
                             throw fail(e, "'\(e.value)' is not error, warning, notice, info or debug")
@@ -132,8 +132,7 @@ public struct DaemonConfiguration: Sendable {
                         guard let n = Int(e.value), n >= 1, n <= 65536 else { throw fail(e, "'\(e.value)' is not a number from 1 to 65536") }
                         maxClientsPerUser = n
                     case "client-timeout":
-                        guard let s = ReceiverConfiguration.seconds(e.value), s > 0 else { throw fail(e, "'\(e.value)' is not a duration (e.g. 30s)") }
-                        clientTimeout = s
+                        clientTimeout = try Self.positiveDuration(e, example: "30s")
                     case "gpsd-listen":
                         var addresses: [TCPAddress] = []
                         for word in e.value.split(whereSeparator: { $0 == " " || $0 == "\t" }) {
@@ -186,7 +185,7 @@ public struct DaemonConfiguration: Sendable {
                         guard let a = AccuracyAuthorization(rawValue: e.value) else { throw fail(e, "'\(e.value)' is not full or reduced") }
                         policy.accuracy = a
                     case "once-lifetime", "ask-timeout", "reduced-interval":
-                        guard let s = ReceiverConfiguration.seconds(e.value), s > 0 else { throw fail(e, "'\(e.value)' is not a duration (e.g. 30s, 15min, 1h)") }
+                        let s = try Self.positiveDuration(e, example: "30s, 15min, 1h")
                         if e.key == "once-lifetime" { policy.onceLifetime = s }
                         if e.key == "ask-timeout" { policy.askTimeout = s }
                         if e.key == "reduced-interval" { policy.reducedInterval = s }
@@ -223,8 +222,15 @@ public struct DaemonConfiguration: Sendable {
                         // The kernel names a client's executable with its links resolved: a rule for
                         // /usr/bin/python3 (a link to python3.11) would otherwise match nothing.
                         rule.executable = FileDescriptorOps.resolvedPath(e.value) ?? e.value
-                    case "user": rule.user = e.value
-                    case "group": rule.group = e.value
+                    case "user":
+                        // A typo would make a rule that matches no one, silently.
+                        guard UInt32(e.value) != nil || UserDatabase.userID(named: e.value) != nil else {
+                            throw fail(e, "'\(e.value)' is neither a user of this system nor a uid")
+                        }
+                        rule.user = e.value
+                    case "group":
+                        guard let name = Self.groupName(e.value) else { throw fail(e, Self.noGroup(e.value)) }
+                        rule.group = name
                     case "unit":
                         // The system manager's units only: below user@UID.service the user names units freely.
                         guard !e.value.contains("/"), !e.value.hasPrefix("user@") else {
@@ -280,6 +286,42 @@ public struct DaemonConfiguration: Sendable {
         for r in receivers where !names.insert(r.name).inserted {
             throw ConfigFileError(file: entries.first?.file ?? "", line: nil, key: nil, message: "receiver \(r.name) defined twice")
         }
+    }
+}
+
+extension DaemonConfiguration {
+    /// The name `text` gives a group by: its own when it is a group of this system (getgrnam(3)), the group's
+    /// name when it is the number of one, the number itself when no group has it (a gid without an entry,
+    /// which a client's groups then name by number, `ClientIdentity.groupNames`); nil when it is neither a
+    /// group nor a number — a typo that would otherwise match no one, silently.
+    static func groupName(_ text: String) -> String? {
+        if let gid = UInt32(text) { return UserDatabase.name(ofGroup: gid) ?? text }
+        return text.isEmpty || UserDatabase.groupID(named: text) == nil ? nil : text
+    }
+
+    /// Zero where a key takes a duration: what it would mean, and why it is refused (none of these has an "off").
+    static let zeroDuration: [String: String] = [
+        "client-timeout": "a client that never reads would hold its queued messages for ever",
+        "once-lifetime": "a one-time grant would end as it is made (it ends anyway when its client disconnects)",
+        "ask-timeout": "every question would be denied before an agent could answer (access = deny says that)",
+        "reduced-interval": "reduced clients would get every fix, which averages out the reduction",
+    ]
+
+    /// The value of `e` as a duration of more than zero, in seconds.
+    /// - Throws: `ConfigFileError` at `e` when it is not a duration, or is zero (saying why zero is refused).
+    static func positiveDuration(_ e: ConfigEntry, example: String) throws(ConfigFileError) -> Double {
+        guard let s = ReceiverConfiguration.seconds(e.value) else {
+            throw ConfigFileError(file: e.file, line: e.line, key: e.key, message: "'\(e.value)' is not a duration (e.g. \(example))")
+        }
+        guard s > 0 else {
+            throw ConfigFileError(file: e.file, line: e.line, key: e.key,
+                                  message: "must be more than 0: \(zeroDuration[e.key] ?? "zero has no meaning here")")
+        }
+        return s
+    }
+
+    static func noGroup(_ text: String) -> String {
+        text.isEmpty ? "empty group name" : "'\(text)' is neither a group of this system nor a gid"
     }
 }
 

@@ -5,8 +5,12 @@ extension DaemonConfiguration {
     /// The effective configuration as INI text, every setting with its value (defaults included).
     public var effectiveDescription: String {
         var s = "[daemon]\n"
-        s += "socket = \(socketPath)\nstate-directory = \(stateDirectory)\nadmin-group = \(adminGroup)\n"
-        s += "log-level = \(logLevel.name)\nmax-clients = \(maxClients)\nmax-clients-per-user = \(maxClientsPerUser)\nclient-timeout = \(DurationText.configNumber(clientTimeout))s\n"
+        s += "socket = \(socketPath)\nstate-directory = \(stateDirectory)\n"
+        // The default group may be missing (a daemon run from the source tree; the package creates it): said in a
+        // comment, so that this text still reads back (a group named in the file must exist).
+        s += Self.groupName(adminGroup) != nil ? "admin-group = \(adminGroup)\n"
+            : "; admin-group = \(adminGroup) ; the default: no such group on this system, so root only\n"
+        s += "log-level = \(logLevel.name)\nmax-clients = \(maxClients)\nmax-clients-per-user = \(maxClientsPerUser)\nclient-timeout = \(DurationText.configText(clientTimeout))\n"
         s += "gpsd-listen = \(gpsdListen.map(\.description).joined(separator: " "))\n"
         s += "nmea-socket = \(nmeaSocket ?? "")\n"
         if let shareGroup { s += "share-group = \(shareGroup)\n" }
@@ -23,7 +27,7 @@ extension DaemonConfiguration {
                 s += "type = replay\nfile = \(file)\nrate = \(rate.map { "\($0)" } ?? "max")\nloop = \(loop ? "yes" : "no")\n"
             }
             s += "priority = \(r.priority)\n"
-            s += "stale-after = \(r.staleAfter.map { "\(DurationText.configNumber($0.inSeconds))s" } ?? "auto")\n"
+            s += "stale-after = \(r.staleAfter.map { DurationText.configText($0.inSeconds) } ?? "auto")\n"
             if case .gpsd = r.source {} else {
                 s += "allow-missing-checksum = \(r.allowMissingChecksum ? "yes" : "no")\n"
             }
@@ -32,8 +36,8 @@ extension DaemonConfiguration {
             }
         }
         s += "\n[policy]\naccess = \(policy.access.rawValue)\naccuracy = \(policy.accuracy.rawValue)\n"
-        s += "once-lifetime = \(DurationText.configNumber(policy.onceLifetime))s\nask-timeout = \(DurationText.configNumber(policy.askTimeout))s\n"
-        s += "reduced-grid = \(DurationText.configNumber(policy.reducedGrid))\nreduced-interval = \(DurationText.configNumber(policy.reducedInterval))s\n"
+        s += "once-lifetime = \(DurationText.configText(policy.onceLifetime))\nask-timeout = \(DurationText.configText(policy.askTimeout))\n"
+        s += "reduced-grid = \(DurationText.configNumber(policy.reducedGrid))\nreduced-interval = \(DurationText.configText(policy.reducedInterval))\n"
         for c in clients {
             s += "\n[client \(c.name)]\n"
             if let v = c.executable { s += "executable = \(v)\n" }

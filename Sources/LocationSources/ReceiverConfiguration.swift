@@ -151,8 +151,13 @@ extension ReceiverConfiguration {
         }
         var stale: Duration? = nil
         if let s = value("stale-after"), s.value != "auto" {
-            guard let v = Self.duration(s.value), v > .zero else {
+            guard let v = Self.duration(s.value) else {
                 throw ConfigurationError(key: "stale-after", message: "'\(s.value)' is not a duration (e.g. 3, 3s, 500ms)", line: s.line)
+            }
+            guard v > .zero else {
+                throw ConfigurationError(key: "stale-after",
+                                         message: "must be more than 0: every fix would be stale as it comes (auto judges by the receiver's rate)",
+                                         line: s.line)
             }
             stale = v
         }

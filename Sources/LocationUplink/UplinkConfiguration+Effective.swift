@@ -10,7 +10,7 @@ extension UplinkConfiguration {
         if let username { s += "username = \(username)\n" }
         for (key, path) in files { s += "\(key) = \(path)\n" }
         s += "topic = \(topic)\nformat = \(format.rawValue)\naccuracy = \(accuracy.rawValue)\n"
-        s += "min-interval = \(DurationText.configNumber(minInterval.inSeconds))s\ndistance-filter = \(DurationText.configNumber(distanceFilter))\n"
+        s += "min-interval = \(DurationText.configText(minInterval.inSeconds))\ndistance-filter = \(DurationText.configNumber(distanceFilter))\n"
         s += "qos = \(qos)\nretain = \(retain ? "yes" : "no")\ntracker-id = \(trackerID)\nspool-max = \(spoolMax)\n"
         return s
     }

@@ -253,8 +253,9 @@ enum AuditCommand {
         location, when, and how precisely. One row per event: the time (UTC); the event — 'decision'
         (a request for authorization or location and its outcome), 'delivery' (the first location
         under a grant), 'grant' or 'revoke' (an administrator's); the client (executable, or systemd
-        unit, and user); the request; the resulting status and accuracy; and the reason. Every page
-        of the daemon's answer is read, however large the log.
+        unit, and user); the request; the resulting status and accuracy, in plain words ('allowed
+        once', 'always'); and on a line below the row the reason (and a long request). --json keeps
+        the protocol's names (authorizedOnce, authorizedPersistent). Every page is read.
 
         options:
           --since TIME    only events from TIME on: a UTC time in ISO 8601 form
@@ -302,17 +303,33 @@ enum AuditCommand {
         }
     }
 
-    /// The table: TIME, EVENT, CLIENT, REQUEST, RESULT, REASON.
+    /// The table: TIME (to the second), EVENT, CLIENT, REQUEST, RESULT, in plain words (PlainWords), with each
+    /// event's reason (and a request longer than 16 characters, whose first word the row keeps) on a line of
+    /// its own below it, as `grants` writes notes: in one row the reasons made it
+    /// about 240 columns wide (issue 33); this way it fits about 100.
     static func render(_ events: [AuditEvent]) -> String {
         guard !events.isEmpty else { return "no audit events\n" }
-        var rows = [["TIME", "EVENT", "CLIENT", "REQUEST", "RESULT", "REASON"]]
+        var rows = [["TIME", "EVENT", "CLIENT", "REQUEST", "RESULT"]]
+        var notes: [Int: String] = [:]
         for event in events {
-            var result = event.status ?? "-"
+            var result = event.status.map(PlainWords.word) ?? "-"
             if let accuracy = event.accuracy { result = event.status == nil ? accuracy.rawValue : result + ", " + accuracy.rawValue }
-            rows.append([humanTime(event.time), event.event, describe(event.client), event.request ?? "-", result,
-                         event.reason ?? "-"])
+            // A long request (an administrator's GRANT with its subject) goes on the note line; its first word stays.
+            let request = event.request.map(PlainWords.names(in:)) ?? "-"
+            let short = request.count <= 16 ? request : String(request.prefix { $0 != " " })
+            rows.append([humanSecond(event.time), event.event, describe(event.client), short, result])
+            let reason = event.reason.map(PlainWords.names(in:)) ?? ""
+            let note = short == request ? reason : request + (reason.isEmpty ? "" : ": " + reason)
+            if !note.isEmpty { notes[rows.count - 1] = note }
         }
-        return renderTable(rows)
+        return renderTable(rows, notes: notes)
+    }
+
+    /// `2026-11-30 05:00:00Z`: a time to the second, as the audit table shows it.
+    static func humanSecond(_ time: UTCTime?) -> String {
+        let text = humanTime(time)
+        guard let dot = text.firstIndex(of: ".") else { return text }
+        return String(text[..<dot]) + "Z"
     }
 
     /// `/usr/bin/navit (alice)`, `navit.service (alice)`, `pid 42 (uid 1000)`; `/usr/bin/sleep, unverified (bob)`

@@ -272,9 +272,9 @@ enum AgentCommand {
         return words.count > 80 ? String(words.prefix(79)) + "…" : words
     }
 
-    /// `ANSWERED 7: allowOnce by root (uid 0)`, `ANSWERED 7: timeout (nobody answered in time)`.
+    /// `ANSWERED 7: allow once by root (uid 0)`, `ANSWERED 7: timeout (nobody answered in time)`.
     static func describe(_ notice: AnsweredNotice) -> String {
-        var text = "ANSWERED \(notice.id): \(notice.answer ?? "?")"
+        var text = "ANSWERED \(notice.id): \(PlainWords.word(notice.answer ?? "?"))"
         switch notice.answer {
         case "timeout": text += " (nobody answered in time; the program was refused)"
         case "withdrawn": text += " (the program went away)"

@@ -123,9 +123,18 @@ func readJSONOnlyOptions(_ arguments: [String], command: String, help: String) -
     return .run(json: json, socketPath: options.socketPath)
 }
 
-/// Prints a usage error and the help to standard error; returns 64.
+/// Prints a usage error to standard error, with the command's synopsis and where its help is (not the whole
+/// help, which would scroll the message away); returns 64.
 func usageFailure(_ command: String, _ error: UsageError, help: String) -> ExitCode {
-    writeStandardError("locationctl \(command): \(error.message)\n\(help)")
+    usageFailure(command, error.message, help: help)
+}
+
+/// Prints `message` as a usage error of `command`: the message, the synopsis (the help's lines up to the first
+/// blank one) and a hint to `--help`; returns 64 (EX_USAGE).
+func usageFailure(_ command: String, _ message: String, help: String) -> ExitCode {
+    let synopsis = help.split(separator: "\n", omittingEmptySubsequences: false).prefix { !$0.isEmpty }
+    writeStandardError("locationctl \(command): \(message)\n" + synopsis.map { $0 + "\n" }.joined()
+                       + "Try 'locationctl \(command) --help' for more.\n")
     return .usage
 }
 
@@ -240,9 +249,9 @@ struct AuthorizationOptions {
     }
 }
 
-/// `authorizedOnce, full accuracy` / `denied`: a status for people.
+/// `allowed once, full accuracy` / `denied`: a status for people (PlainWords).
 func describe(_ authorization: Authorization) -> String {
-    var text = authorization.status.rawValue
+    var text = PlainWords.status(authorization.status)
     if let accuracy = authorization.accuracy { text += ", \(accuracy.rawValue) accuracy" }
     return text
 }
@@ -254,7 +263,7 @@ func authorize(_ client: LocationClient, _ options: AuthorizationOptions, comman
     let authorization = try await client.requestAuthorization(options.kind, accuracy: options.accuracy,
                                                               name: "locationctl \(command)")
     guard authorization.isAuthorized else {
-        writeStandardError("locationctl \(command): not authorized: \(authorization.status.rawValue)"
+        writeStandardError("locationctl \(command): not authorized: \(PlainWords.status(authorization.status))"
                            + (authorization.reason.map { " (\($0))" } ?? "") + "\n")
         return .noPermission
     }
@@ -273,7 +282,7 @@ func authorize(_ client: LocationClient, _ options: AuthorizationOptions, comman
         return .noPermission
     }
     guard full.isAuthorized else {
-        writeStandardError("locationctl \(command): not authorized: \(full.status.rawValue)"
+        writeStandardError("locationctl \(command): not authorized: \(PlainWords.status(full.status))"
                            + (full.reason.map { " (\($0))" } ?? "") + "\n")
         return .noPermission
     }

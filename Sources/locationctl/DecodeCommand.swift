@@ -39,8 +39,7 @@ enum DecodeCommand {
             case "-": path = nil
             default:
                 if argument.hasPrefix("-") || path != nil {
-                    writeStandardError("locationctl decode: unexpected argument '\(argument)'\n\(help)")
-                    return .usage
+                    return usageFailure("decode", "unexpected argument '\(argument)'", help: help)
                 }
                 path = argument
             }

@@ -68,7 +68,6 @@ enum ShareCommand {
     }
 
     private static func usage(_ message: String) -> ExitCode {
-        writeStandardError("locationctl share: \(message)\n\(help)")
-        return .usage
+        usageFailure("share", message, help: help)
     }
 }

@@ -106,7 +106,7 @@ enum WatchCommand {
                     line = json ? (change.json ?? "") : "authorization: \(describe(change))" + (change.reason.map { " (\($0))" } ?? "")
                     guard change.isAuthorized else {
                         guard writeStandardOutput(line + "\n") else { return .ioError }
-                        writeStandardError("locationctl watch: not authorized any more: \(change.status.rawValue)"
+                        writeStandardError("locationctl watch: not authorized any more: \(PlainWords.status(change.status))"
                                            + (change.reason.map { " (\($0))" } ?? "") + "\n")
                         return .noPermission
                     }

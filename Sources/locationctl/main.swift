@@ -3,6 +3,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import LocationWire
 
 /// sysexits(3) codes used by locationctl.
 enum ExitCode: Int32 {
@@ -40,11 +41,21 @@ let usage = """
     global options:
       --socket PATH   locationd's socket, for every command but decode (also accepted after the
                       command; default: $LOCATIOND_SOCKET, else /run/locationd/locationd.sock)
+      --version       print locationctl's version and exit
+      -h, --help      show this help
 
     exit status: 0 success, 64 usage, 69 daemon unreachable, 75 timeout or no fix in time,
     76 protocol mismatch, 77 not authorized (refused by the policy, or not an administrator).
 
     Run 'locationctl <command> --help' for a command's options.
+
+    """
+
+/// What a usage error prints after its message: the synopsis and where the whole help is, not the help
+/// itself (a mistyped command should not scroll its own message away).
+let shortUsage = """
+    usage: locationctl [--socket PATH] <command> [options]
+    Try 'locationctl --help' for the commands.
 
     """
 
@@ -60,7 +71,7 @@ while let first = arguments.first, first == "--socket" || first.hasPrefix("--soc
     arguments.removeFirst()
     if first == "--socket" {
         guard !arguments.isEmpty else {
-            writeStandardError("locationctl: --socket needs a value\n\(usage)")
+            writeStandardError("locationctl: --socket needs a value\n\(shortUsage)")
             exit(ExitCode.usage.rawValue)
         }
         socketPath = arguments.removeFirst()
@@ -69,7 +80,7 @@ while let first = arguments.first, first == "--socket" || first.hasPrefix("--soc
     }
 }
 guard let command = arguments.first else {
-    writeStandardError(usage)
+    writeStandardError("locationctl: no command given\n\(shortUsage)")
     exit(ExitCode.usage.rawValue)
 }
 arguments.removeFirst()
@@ -98,7 +109,10 @@ case "audit":
 case "-h", "--help", "help":
     print(usage, terminator: "")
     exit(0)
+case "--version", "version":
+    print("locationctl \(Release.version)")
+    exit(0)
 default:
-    writeStandardError("locationctl: unknown command '\(command)'\n\(usage)")
+    writeStandardError("locationctl: unknown command '\(command)'\n\(shortUsage)")
     exit(ExitCode.usage.rawValue)
 }

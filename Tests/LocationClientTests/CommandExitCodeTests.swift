@@ -110,8 +110,9 @@ struct CommandExitCodeTests {
         #expect(result.status == 77, "\(result)")
         let lines = result.stdout.split(separator: "\n").map(String.init)
         #expect(lines == ["2007-04-08 09:53:05.802Z  -27.2109117  153.0522500  ±247.2 m  3.6 km/h  track 133.96°  [gnss0]",
-                          "authorization: notDetermined (revoked by administrator root (uid 0))"])
-        #expect(result.stderr.contains("notDetermined"))
+                          "authorization: not determined (revoked by administrator root (uid 0))"])
+        // Plain words, not the wire's notDetermined (issue 33).
+        #expect(result.stderr.contains("not determined") && !result.stderr.contains("notDetermined"), "\(result.stderr)")
         #expect(await server.finished())
         #expect(server.requests.first == #"{"class":"AUTHORIZE","authorization":"once","accuracy":"reduced","name":"locationctl watch"}"#)
     }
@@ -232,13 +233,19 @@ struct CommandExitCodeTests {
         let table = await runLocationctl(["audit", "--since", "2026-11-30T05:00:00Z", "--socket", server.path])
         #expect(table.status == 0, "\(table)")
         let lines = table.stdout.split(separator: "\n").map(String.init)
-        #expect(lines.count == 3)
+        // Each event's reason on a line of its own below it, in plain words; no line wider than 100 columns (issue 33).
+        #expect(lines.count == 5, "\(lines)")
         #expect(lines.first?.hasPrefix("TIME") == true)
         #expect(lines.dropFirst().first.map {
-            $0.hasPrefix("2026-11-30 05:00:00.500Z") && $0.contains("decision") && $0.contains("/usr/bin/navit (alice)")
-                && $0.contains("AUTHORIZE") && $0.contains("authorizedOnce, full") && $0.hasSuffix("agent root (uid 0) answered allowOnce")
+            $0.hasPrefix("2026-11-30 05:00:00Z  decision") && $0.contains("/usr/bin/navit (alice)")
+                && $0.contains("AUTHORIZE") && $0.hasSuffix("allowed once, full")
         } == true, "\(lines)")
-        #expect(lines.last?.contains("revoke") == true)
+        #expect(lines.dropFirst(2).first == "  └ agent root (uid 0) answered allow once", "\(lines)")
+        // A long request goes on the note line, its first word in the row.
+        #expect(lines.dropFirst(3).first.map { $0.contains("revoke") && $0.contains(" REVOKE ") && !$0.contains("/usr/bin/navit") } == true,
+                "\(lines)")
+        #expect(lines.last == "  └ REVOKE executable /usr/bin/navit: by administrator root (uid 0)", "\(lines)")
+        #expect(lines.allSatisfy { $0.count <= 100 }, "\(lines)")
 
         let json = await runLocationctl(["audit", "--json", "--since", "1h", "--socket", server.path])
         #expect(json.stdout == PolicyLines.auditEvent1 + "\n" + PolicyLines.auditEvent2 + "\n")
@@ -284,7 +291,7 @@ struct CommandExitCodeTests {
         for text in ["/usr/bin/navit", "My Navigator", "alice (uid 1000)", "pid 4242", "navit.service", "one-time access at full accuracy",
                      "temporary full accuracy", "Navigation: Turn-by-turn directions need your exact position.",
                      "[o]nce, [s]tanding once, [a]lways, [d]eny, [r]educed once, [R]educed always?", "please answer",
-                     "ANSWERED 7: allowAlways by root (uid 0)", "ANSWERED 8: deny by root (uid 0)"] {
+                     "ANSWERED 7: allow always by root (uid 0)", "ANSWERED 8: deny by root (uid 0)"] {
             #expect(out.contains(text), "missing \(text) in \(out)")
         }
     }
@@ -304,7 +311,7 @@ struct CommandExitCodeTests {
         let automatic = await runLocationctl(["agent", "--answer", "once", "--count", "1", "--socket", server.path])
         #expect(automatic.status == 0, "\(automatic)")
         #expect(automatic.stdout.contains("ANSWERED 3: timeout"))
-        #expect(automatic.stdout.contains("ANSWERED 7: allowOnce"))
+        #expect(automatic.stdout.contains("ANSWERED 7: allow once"))
         #expect(!automatic.stdout.contains("[o]nce"))
         // No answers on standard input: the agent leaves instead of letting questions time out.
         let mute = await runLocationctl(["agent", "--socket", server.path], stdin: "")

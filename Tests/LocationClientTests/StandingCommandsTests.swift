@@ -19,7 +19,7 @@ struct StandingCommandsTests {
         let first = await get(daemon)
         #expect(first.status == 0, "\(first)\n\(daemon.log)")
         let agentResult = await agent.wait(timeout: 10)
-        #expect(agentResult.stdout.contains("ANSWERED 1: allowOnceStanding"), "\(agentResult)")
+        #expect(agentResult.stdout.contains("ANSWERED 1: allow once, standing"), "\(agentResult)")
 
         // No agent runs now: each later get is granted once, without a question.
         for attempt in 1...3 {
@@ -44,6 +44,6 @@ struct StandingCommandsTests {
             #expect((await get(daemon)).status == 0, "attempt \(attempt)")
         }
         let audit = await runLocationctl(["audit"] + socket)
-        #expect(audit.stdout.contains("answered allowOnceStanding") && audit.stdout.contains("GRANT once standing"), "\(audit.stdout)")
+        #expect(audit.stdout.contains("answered allow once, standing") && audit.stdout.contains("GRANT once standing"), "\(audit.stdout)")
     }
 }

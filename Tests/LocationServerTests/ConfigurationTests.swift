@@ -63,7 +63,7 @@ struct ConfigurationTests {
             [daemon]
             socket = /tmp/x/l.sock
             state-directory = /tmp/x/state
-            admin-group = wheel
+            admin-group = staff
             log-level = debug
             max-clients = 50
             client-timeout = 2min
@@ -98,14 +98,14 @@ struct ConfigurationTests {
 
             [client navigation]
             executable = /usr/bin/navit
-            user = alice
+            user = nobody
             group = staff
             unit = navit.service
             access = always
             accuracy = reduced
             purpose.TurnByTurn = Turn-by-turn directions need your exact position.
             """)
-        #expect(c.socketPath == "/tmp/x/l.sock" && c.stateDirectory == "/tmp/x/state" && c.adminGroup == "wheel")
+        #expect(c.socketPath == "/tmp/x/l.sock" && c.stateDirectory == "/tmp/x/state" && c.adminGroup == "staff")
         #expect(c.logLevel == .debug && c.maxClients == 50 && c.clientTimeout == 120)
         #expect(c.nmeaSocket == "/tmp/x/nmea.sock")
         #expect(c.receivers.map(\.name) == ["usb", "net", "demo"])
@@ -117,7 +117,7 @@ struct ConfigurationTests {
         #expect(c.policy.onceLifetime == 1800 && c.policy.askTimeout == 10)
         #expect(c.policy.reducedGrid == 5000 && c.policy.reducedInterval == 3600)
         let rule = try #require(c.clients.first)
-        #expect(rule.name == "navigation" && rule.executable == "/usr/bin/navit" && rule.user == "alice")
+        #expect(rule.name == "navigation" && rule.executable == "/usr/bin/navit" && rule.user == "nobody")
         #expect(rule.group == "staff" && rule.unit == "navit.service" && rule.access == .always && rule.accuracy == .reduced)
         #expect(rule.purposes == ["TurnByTurn": "Turn-by-turn directions need your exact position."])
     }
@@ -168,10 +168,10 @@ struct ConfigurationTests {
         ("[policy]\naccess = sometimes\n", 2, "access", "is not"),
         ("[policy]\nreduced-interval = soon\n", 2, "reduced-interval", "is not"),
         ("[client a]\nexecutable = bin/relative\naccess = always\n", 2, "executable", "absolute"),
-        ("[client a]\nuser = alice\n", 2, "access", "missing"),
+        ("[client a]\nuser = nobody\n", 2, "access", "missing"),
         // An interpreter names no program: any script of its user runs as it (issue 32).
         ("[client py]\nexecutable = /usr/bin/python3.11\naccess = always\n", 2, "executable", "is an interpreter"),
-        ("[client sh]\nuser = alice\nexecutable = /usr/bin/dash\naccess = always\n", 3, "executable", "is an interpreter"),
+        ("[client sh]\nuser = nobody\nexecutable = /usr/bin/dash\naccess = always\n", 3, "executable", "is an interpreter"),
         ("[client py]\nexecutable = /usr/bin/python3.11\ninterpreter = maybe\naccess = always\n", 3, "interpreter", "is not yes or no"),
         // A unit of a user's own manager is the user's to name: unit = is the system's units only.
         ("[client u]\nunit = user@1000.service/navit.service\naccess = always\n", 2, "unit", "user-unit"),
@@ -183,6 +183,20 @@ struct ConfigurationTests {
         // A misspelt user would never match, and every gpsd but root's would be refused without a word why.
         ("[receiver g]\ntype = gpsd\nserver-user = no-such-user-here\n", 3, "server-user", "neither a user of this system nor a uid"),
         ("[receiver g]\ntype = gpsd\nserver-user =\n", 3, "server-user", "empty user name"),
+        // Issue 33: a key twice in one section of a file (which one was meant?); a user or group that does
+        // not exist (a rule that matches no one, an admin group no one is in).
+        ("[policy]\naccess = deny\naccuracy = full\naccess = always\n", 4, "access", "given twice in [policy] (first at line 2)"),
+        ("[daemon]\nadmin-group = nosuchgroup\n", 2, "admin-group", "'nosuchgroup' is neither a group of this system nor a gid"),
+        ("[daemon]\nshare-group = nosuchgroup\n", 2, "share-group", "neither a group of this system nor a gid"),
+        ("[client a]\nuser = nosuchuser\naccess = always\n", 2, "user", "'nosuchuser' is neither a user of this system nor a uid"),
+        ("[client a]\ngroup = nosuchgroup\naccess = always\n", 2, "group", "'nosuchgroup' is neither a group of this system nor a gid"),
+        // Zero is a duration; none of these keys has an "off", so the error says what zero would do (issue 33).
+        ("[policy]\nreduced-interval = 0s\n", 2, "reduced-interval", "must be more than 0: reduced clients would get every fix"),
+        ("[policy]\nonce-lifetime = 0\n", 2, "once-lifetime", "must be more than 0: a one-time grant would end as it is made"),
+        ("[policy]\nask-timeout = 0ms\n", 2, "ask-timeout", "must be more than 0"),
+        ("[daemon]\nclient-timeout = 0s\n", 2, "client-timeout", "must be more than 0"),
+        ("[receiver r]\ntype = replay\nfile = /x.log\nstale-after = 0s\n", 4, "stale-after", "must be more than 0"),
+        ("[policy]\nreduced-interval = -1s\n", 2, "reduced-interval", "'-1s' is not a duration"),
     ])
     func errors(text: String, line: Int, key: String, mentions: String) {
         do {
@@ -305,7 +319,8 @@ struct ConfigurationTests {
         let first = Self.run(["--check-config", "--config", dir + "/in.conf"])
         #expect(first.status == 0, "\(first.stderr)")
         #expect(first.stdout.contains("stale-after = auto") && first.stdout.contains("stale-after = 1.5s"))
-        #expect(first.stdout.contains("client-timeout = 30s") && first.stdout.contains("once-lifetime = 5400s")
+        #expect(first.stdout.contains("client-timeout = 30s") && first.stdout.contains("once-lifetime = 1h 30min\nask-timeout = 30s\n")
+                && first.stdout.contains("reduced-interval = 15min\n")
                 && first.stdout.contains("reduced-grid = 2000\n") && first.stdout.contains("share-group = root\n"), "\(first.stdout)")
         #expect(first.stdout.contains("server = [::1]:2948\nserver-user = nobody\n")
                 && first.stdout.contains("server = localhost:2947\nserver-user = gpsd\n")

@@ -164,11 +164,11 @@ struct SandboxIdentityTests {
             access = always
             [client firefox]
             app-id = snap:firefox
-            user = alice
+            user = nobody
             access = once
             """)
         #expect(c.clients.map(\.appID) == ["flatpak:org.gnome.Maps", "snap:firefox"])
-        #expect(c.clients.map(\.user) == [nil, "alice"])
+        #expect(c.clients.map(\.user) == [nil, "nobody"])
         #expect(c.effectiveDescription.contains("app-id = flatpak:org.gnome.Maps"))
     }
 

@@ -36,8 +36,8 @@ struct UsageTextsTests {
     }
 
     @Test("a usage key that is not one of the two, or without text, is an error naming it", arguments: [
-        ("[client a]\nuser = alice\naccess = ask\nusage.sometimes = text\n", "usage.sometimes", "usage.when-in-use or usage.always"),
-        ("[client a]\nuser = alice\naccess = ask\nusage.always =\n", "usage.always", "cannot be empty"),
+        ("[client a]\nuser = nobody\naccess = ask\nusage.sometimes = text\n", "usage.sometimes", "usage.when-in-use or usage.always"),
+        ("[client a]\nuser = nobody\naccess = ask\nusage.always =\n", "usage.always", "cannot be empty"),
     ])
     func errors(text: String, key: String, mentions: String) {
         do {

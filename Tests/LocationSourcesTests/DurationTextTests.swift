@@ -26,4 +26,14 @@ struct DurationTextTests {
         // A reduced POLL's wait ends at a moment of the cadence: a helper saw "no fix within 2.827927243 s".
         #expect(DurationText.seconds(duration) == text)
     }
+
+    @Test("--check-config prints a duration in the units people write it in, and reads it back (issue 33)", arguments: [
+        (3600.0, "1h"), (900, "15min"), (5400, "1h 30min"), (30, "30s"), (90, "1min 30s"), (1.5, "1.5s"), (0.5, "500ms"),
+        (604_800, "7d"), (90_061, "1d 1h 1min 1s"), (0, "0s"),
+    ])
+    func configText(seconds: Double, text: String) throws {
+        #expect(DurationText.configText(seconds) == text)
+        let back = try #require(DurationText.parse(text))
+        #expect(Double(back.components.seconds) + Double(back.components.attoseconds) / 1e18 == seconds)
+    }
 }

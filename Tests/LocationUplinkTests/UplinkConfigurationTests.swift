@@ -101,7 +101,7 @@ struct UplinkConfigurationTests {
             topic = fleet/fleet/pos
             format = owntracks
             accuracy = reduced
-            min-interval = 90s
+            min-interval = 1min 30s
             distance-filter = 12.5
             qos = 1
             retain = no

@@ -143,17 +143,13 @@ extension ClientIdentity {
         return String(components[innermost])
     }
 
-    /// The names of groups `ids` (getgrgid_r(3)), in order, without repeats; ids without a name are left out.
+    /// The names of groups `ids` (getgrgid_r(3)), in order, without repeats; an id without a name is given as its
+    /// number, as a rule's `group =` may name it (DaemonConfiguration.groupName).
     static func groupNames(_ ids: [UInt32]) -> [String] {
         var names: [String] = []
         for id in ids {
-            var grp = group()
-            var result: UnsafeMutablePointer<group>?
-            var buffer = [CChar](repeating: 0, count: 4096)
-            if getgrgid_r(id, &grp, &buffer, buffer.count, &result) == 0, result != nil, let name = grp.gr_name {
-                let text = String(cString: name)
-                if !names.contains(text) { names.append(text) }
-            }
+            let text = UserDatabase.name(ofGroup: id) ?? String(id)
+            if !names.contains(text) { names.append(text) }
         }
         return names
     }
