@@ -25,7 +25,9 @@ struct ReceiverSetReports: ReceiverStatusProvider {
             }
             return ReceiverReport(name: s.name, type: s.type, path: s.path, state: state, reason: reason, speed: s.speed,
                                   connectedSince: s.connectedSince.map { UTCTime(unixSeconds: $0) }, sentences: s.sentences, fixes: s.fixes, errors: s.errors + s.implausibleFixes,
-                                  lastFixTime: s.lastFixTime, priority: s.priority, device: s.device)
+                                  lastFixTime: s.lastFixTime, priority: s.priority, device: s.device,
+                                  rejected: s.rejectedFixes.isEmpty ? nil : s.rejectedFixes.sorted { $0.key < $1.key }.map { .init(rule: $0.key, count: $0.value) },
+                                  lastRejection: s.lastRejection.map { .init(rule: $0.rule, reason: $0.reason) })
         }
     }
 }
@@ -254,6 +256,9 @@ public final class Daemon: @unchecked Sendable {
                     log.warning("receiver unavailable", ["receiver.name": s.name, "receiver.path": s.path, "reason": why])
                 default: break
                 }
+            case .rejected(let name, let rejection):
+                // Once per change of reason (ReceiverSet), and within the receiver lines' budget.
+                log.receiver(.warning, rejection.reason, receiver: name, ["receiver.name": name, "rule": rejection.rule])
             }
         }
         log.notice("locationd \(locationdRelease) started", ["socket": server.listener.path ?? configuration.socketPath,

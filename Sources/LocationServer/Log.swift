@@ -18,7 +18,24 @@ public final class Log: Sendable {
     /// that user and message says how many were left out (`suppressed=N`).
     public static let clientLinesPerMinute = 30
 
+    /// Lines a receiver causes (a fix rejected for a new reason), counted per receiver: one that alternates
+    /// between reasons, or reconnects again and again, writes at most `receiverLinesPerMinute` a minute.
+    private let receiverLines = Locked(AuditBudget(perWindow: Log.receiverLinesPerMinute))
+
+    /// Lines of one receiver per minute; the next one after says how many were left out (`suppressed=N`).
+    public static let receiverLinesPerMinute = 10
+
     public init(level: LogLevel) { self.level = Locked(level) }
+
+    /// Writes a line the receiver `receiver` caused, within `receiverLinesPerMinute`.
+    public func receiver(_ severity: LogLevel, _ message: String, receiver: String, _ context: KeyValuePairs<String, String> = [:]) {
+        guard severity <= level.withLock({ $0 }) else { return }
+        let admission = receiverLines.withLock { $0.admit(uid: 0, kind: receiver, now: .now) }
+        guard case .record(let omitted) = admission else { return }
+        var pairs = context.map { ($0.key, $0.value) }
+        if omitted > 0 { pairs.append(("suppressed", String(omitted))) }
+        write(severity, message, pairs)
+    }
 
     /// Writes `message` with `context` when `severity` is at or above the configured level.
     public func log(_ severity: LogLevel, _ message: String, _ context: KeyValuePairs<String, String> = [:]) {

@@ -48,6 +48,11 @@ public struct ReceiverStatus: Hashable, Sendable {
     /// Fixes dropped or changed by the plausibility rules (`FixPlausibility`: 0,0, dates, time going
     /// backwards, jumps, speeds).
     public var implausibleFixes = 0
+    /// Fixes whose position a plausibility rule kept from being published, by rule (`FixRejection.rule`),
+    /// since the daemon started.
+    public var rejectedFixes: [String: Int] = [:]
+    /// The last of them, with its reason; nil when there was none.
+    public var lastRejection: FixRejection?
     /// Fix time of the last fix with a position.
     public var lastFixTime: UTCTime?
     /// Configured priority.

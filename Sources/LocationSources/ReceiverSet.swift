@@ -25,6 +25,10 @@ public final class ReceiverSet: Sendable {
         case fix(Fix)
         /// A receiver's status changed.
         case status(ReceiverStatus)
+        /// A plausibility rule kept the receiver's fix from being published, for another reason than its
+        /// previous fix (the first rejection, one by another rule, or one after fixes were published again):
+        /// once per change of reason, for the log.
+        case rejected(receiver: String, FixRejection)
     }
 
     /// The owner's handler, in a struct: a bare closure handed out of `withLock` (generic over its result)
@@ -61,6 +65,8 @@ public final class ReceiverSet: Sendable {
         var name: String
         var token: Int
         var plausibility: FixPlausibility?
+        /// The rule that rejected its last fix with a position; nil after one was published.
+        var lastRule: String?
     }
 
     /// What the set publishes for readers.
@@ -243,27 +249,38 @@ public final class ReceiverSet: Sendable {
             return
         }
         let now = ContinuousClock.now.sinceOrigin
-        let (action, status, handler) = state.withLock { s -> (FixSelector.Action, ReceiverStatus?, Owner?) in
-            guard let slot = s.slot(token: token) else { return (.none, nil, nil) }
+        let (action, status, rejected, handler) = state.withLock { s -> (FixSelector.Action, ReceiverStatus?, FixRejection?, Owner?) in
+            guard let slot = s.slot(token: token) else { return (.none, nil, nil, nil) }
             let action: FixSelector.Action
             var status: ReceiverStatus? = nil
+            var rejected: FixRejection? = nil
             switch event {
             case .fix(let received):
                 let (vetted, findings) = vet(received, from: name, slot: slot, now: now, in: &s)
+                // A no-fix epoch rejected is no fix lost: only positions count, and only they change the reason.
+                let rejection = received.hasPosition ? findings.lazy.compactMap(\.rejection).first : nil
+                if received.hasPosition {
+                    if let rejection, rejection.rule != s.slots[slot].lastRule { rejected = rejection }
+                    s.slots[slot].lastRule = rejection?.rule
+                }
                 guard let fix = vetted else {
-                    publish(.none, updating: name) { $0.implausibleFixes += 1 }
-                    return (.none, nil, nil)
+                    publish(.none, updating: name) { $0.implausibleFixes += 1; $0.reject(rejection) }
+                    return (.none, nil, rejected, rejected == nil ? nil : s.handler)
                 }
                 action = s.selector.fix(fix, from: name, now: now)
                 publish(action, updating: name) {
                     if !findings.isEmpty { $0.implausibleFixes += 1 }
+                    $0.reject(rejection)
                     guard fix.hasPosition else { return }
                     $0.fixes += 1
                     $0.lastFixTime = fix.time
                 }
             case .status(let changed):
                 status = changed
-                if !changed.isConnected { s.slots[slot].plausibility = nil }
+                if !changed.isConnected {
+                    s.slots[slot].plausibility = nil
+                    s.slots[slot].lastRule = nil
+                }
                 action = s.selector.connection(name, connected: changed.isConnected, now: now)
                 publish(action, updating: name) {
                     $0.state = changed.state
@@ -272,12 +289,13 @@ public final class ReceiverSet: Sendable {
                     $0.device = changed.device
                 }
             case .counts:
-                return (.none, nil, nil)
+                return (.none, nil, nil, nil)
             }
-            return (action, status, s.handler)
+            return (action, status, rejected, s.handler)
         }
         guard let handler else { return }
         if let status { handler.handle(.status(status)) }
+        if let rejected { handler.handle(.rejected(receiver: name, rejected)) }
         if case .publish(let fix) = action { handler.handle(.fix(fix)) }
         // After the owner has the fix: setting the clock (a system call at every other fix) adds nothing to
         // the time from the read to the clients. `armTimer` reads the selector's deadline as it is now.
@@ -336,5 +354,14 @@ public final class ReceiverSet: Sendable {
             return (action, s.handler)
         }
         if case .publish(let fix) = action { handler?.handle(.fix(fix)) }
+    }
+}
+
+extension ReceiverStatus {
+    /// Counts a fix a plausibility rule rejected (nothing for nil) and keeps it as the last rejection.
+    mutating func reject(_ rejection: FixRejection?) {
+        guard let rejection else { return }
+        rejectedFixes[rejection.rule, default: 0] += 1
+        lastRejection = rejection
     }
 }

@@ -68,7 +68,9 @@ extension ServerMessage {
                                 connectedSince: try r.time("connectedSince"), sentences: try r.integer("sentences"),
                                 fixes: try r.integer("fixes"), errors: try r.integer("errors"),
                                 lastFixTime: try r.time("lastFixTime"), priority: try r.integer("priority") ?? 0,
-                                device: try r.string("device"))
+                                device: try r.string("device"),
+                                rejected: try r.rejections(),
+                                lastRejection: try r.object("lastRejection").map(Status.Rejection.init))
             }
             let uplinks = try m.objects("uplinks").map { u throws(ServerMessageError) in
                 Status.Uplink(name: try u.string("name") ?? "?", broker: try u.string("broker") ?? "?", topic: try u.string("topic") ?? "?",

@@ -170,12 +170,18 @@ extension ServerMessage {
             public var lastFixTime: UTCTime?
             /// Failover priority: higher wins while it has a fix (`priority`).
             public var priority: Int
+            /// Fixes a plausibility rule kept from being published since the daemon started, by rule, each
+            /// with its `count` (`rejected`, protocol 1.5); nil when there were none, or as `errors`.
+            public var rejected: [Rejection]?
+            /// The last of them, its `rule` and `reason` (`lastRejection`, protocol 1.5); nil as `rejected`.
+            public var lastRejection: Rejection?
 
             /// Makes the value; each parameter is the property of the same name (units there); counts
             /// default to 0.
             public init(name: String, type: String, path: String? = nil, state: String?, reason: String? = nil,
                         speed: Int? = nil, connectedSince: UTCTime? = nil, sentences: Int? = 0, fixes: Int? = 0,
-                        errors: Int? = 0, lastFixTime: UTCTime? = nil, priority: Int = 0, device: String? = nil) {
+                        errors: Int? = 0, lastFixTime: UTCTime? = nil, priority: Int = 0, device: String? = nil,
+                        rejected: [Rejection]? = nil, lastRejection: Rejection? = nil) {
                 self.name = name
                 self.type = type
                 self.path = path
@@ -189,6 +195,8 @@ extension ServerMessage {
                 self.errors = errors
                 self.lastFixTime = lastFixTime
                 self.priority = priority
+                self.rejected = rejected
+                self.lastRejection = lastRejection
             }
 
             func writeMembers(to w: inout JSONObjectWriter) {
@@ -205,6 +213,12 @@ extension ServerMessage {
                 w.field("errors", errors)
                 if let t = lastFixTime, t.date != nil { w.field("lastFixTime", t) }
                 w.field("priority", priority)
+                if let rejected, !rejected.isEmpty { w.objects("rejected", rejected) { $0.writeMembers(to: &$1) } }
+                if let lastRejection {
+                    w.beginObject("lastRejection")
+                    lastRejection.writeMembers(to: &w)
+                    w.endObject()
+                }
             }
         }
 

@@ -18,7 +18,10 @@ enum AgentCommand {
 
           [o]nce, [s]tanding once, [a]lways, [d]eny, [r]educed once, [R]educed always?
 
-        Answers are read from standard input, one line each, so they may be piped in. 'once' allows
+        Answers are read from standard input, one line each, so they may be piped in. At a terminal
+        an answer belongs to the question on screen: what was typed before it appeared (even a line
+        begun before and ended after) or within a second of it appearing is discarded, and said so.
+        Piped in, every line answers the next question, in order, as a script wrote them. 'once' allows
         this connection of the program only; 'standing' (allow once, and from now on without asking:
         the LocationButton's standing approval) allows this connection, and each later connection of
         the same user's program that asks for one-time access gets a one-time grant without a
@@ -49,7 +52,8 @@ enum AgentCommand {
     private enum Input: Sendable {
         case event(AgentEvent)
         case eventsEnded((any Error)?)
-        case line(String)
+        /// A line and the generation it was typed in (``AgentInput``).
+        case line(String, generation: Int)
         case endOfInput
     }
 
@@ -99,11 +103,9 @@ enum AgentCommand {
             }
         }
         defer { pump.cancel() }
+        let standardInput = AgentInput()
         if automatic == nil {
-            startThread {
-                while let line = readLine(strippingNewline: true) { feed.yield(.line(line)) }
-                feed.yield(.endOfInput)
-            }
+            standardInput.start(line: { feed.yield(.line($0, generation: $1)) }, end: { feed.yield(.endOfInput) })
         }
 
         var pending: [AgentQuestion] = []
@@ -113,13 +115,15 @@ enum AgentCommand {
         var given = 0
         var reported: Set<Int> = []
         // A terminal echoes what is typed; piped answers are echoed here so that the output reads the same.
-        let echo = isatty(0) == 0
-        // At a terminal, an answer belongs to the question on screen: a line typed while none was shown,
-        // or within a second of a new one appearing, was meant for another (one withdrawn or answered
-        // elsewhere meanwhile) and is dropped — else it answered the next question, which nobody had read
-        // (found by a helper trying the agent as a new user: a late "a" stored Always for another program).
+        let echo = !standardInput.isTerminal
+        // At a terminal, an answer belongs to the question on screen: what was typed before it appeared —
+        // a whole line, or a line begun and ended after it (its start is flushed: AgentInput) — or within
+        // a second of it appearing was meant for another (one withdrawn or answered elsewhere meanwhile)
+        // and is dropped; else it answered the next question, which nobody had read (a late "a" stored
+        // Always for another program; a "d" typed ahead stored a refusal for python3.11, issue 33).
         // Piped answers are kept for the questions to come, in order, as scripts give them.
         var shownAt: ContinuousClock.Instant? = nil
+        var shownGeneration = 0
         for await input in inputs {
             switch input {
             case .event(.ask(let question)):
@@ -132,9 +136,12 @@ enum AgentCommand {
             case .eventsEnded(let error):
                 guard let error else { return .ok }
                 return clientFailure("agent", error)
-            case .line(let line):
-                if !echo, prompted == nil || shownAt.map({ .now - $0 < .seconds(1) }) ?? true {
-                    let shown = prompted.map { "request \($0) had just been shown" } ?? "no request was waiting"
+            case .line(let line, let generation):
+                if !echo, prompted == nil || generation < shownGeneration || shownAt.map({ .now - $0 < .seconds(1) }) ?? true {
+                    var shown = "no request was waiting"
+                    if let prompted {
+                        shown = generation < shownGeneration ? "typed before request \(prompted) appeared" : "request \(prompted) had just been shown"
+                    }
                     guard writeStandardOutput("(\"\(DisplayText.escaped(line))\" ignored: \(shown); read it and answer again)\n") else {
                         return .ioError
                     }
@@ -156,6 +163,8 @@ enum AgentCommand {
                     answer = automatic
                 } else {
                     if prompted != question.id {
+                        // Flushed just before the question is written: whatever is typed once it shows is kept.
+                        shownGeneration = standardInput.showingQuestion()
                         guard writeStandardOutput(describe(question) + prompt) else { return .ioError }
                         prompted = question.id
                         shownAt = .now

@@ -10,7 +10,8 @@ enum StatusCommand {
         Prints locationd's state: the current fix, the number of connected clients, and a table of the
         configured receivers (name, type, state, priority, sentences, fixes and errors since start, the
         time of the last fix, and the device, gpsd server or file) with the reason for each one that is
-        unavailable.
+        unavailable, and, below a receiver whose fixes a plausibility rule rejected (a date check-date
+        refused, ...), how many by rule and the last reason.
 
         options:
           --json          print the STATUS object exactly as received instead
@@ -67,13 +68,26 @@ enum StatusCommand {
             // A gpsd receiver: the device gpsd reads, after gpsd's address.
             if let device = receiver.device, device != receiver.path { source += " (\(device))" }
             if let speed = receiver.speed { source += " @ \(speed) bit/s" }
-            if let reason = receiver.reason { reasons[rows.count] = reason }
+            // Below the row: why it is unavailable, and why its fixes were rejected.
+            let notes = [receiver.reason, rejectionNote(receiver)].compactMap { $0 }
+            if !notes.isEmpty { reasons[rows.count] = notes.joined(separator: "; ") }
             rows.append([receiver.name, receiver.type, receiver.state ?? "-", String(receiver.priority),
                          receiver.sentences.map(String.init) ?? "-", receiver.fixes.map(String.init) ?? "-",
                          receiver.errors.map(String.init) ?? "-",
                          humanTime(receiver.lastFixTime), source])
         }
         return text + renderTable(rows, rightAligned: [3, 4, 5, 6], notes: reasons)
+    }
+
+    /// `41 fixes rejected (check-date 41); last: fix dated 2020-07-11 rejected: check-date; set check-date = no
+    /// for captures`; nil when none were (or the daemon does not show this client).
+    static func rejectionNote(_ receiver: DaemonStatus.Receiver) -> String? {
+        guard let rejected = receiver.rejected, !rejected.isEmpty else { return nil }
+        let total = rejected.reduce(0) { $0 + ($1.count ?? 0) }
+        var note = "\(total) fix\(total == 1 ? "" : "es") rejected ("
+            + rejected.map { "\($0.rule) \($0.count.map(String.init) ?? "?")" }.joined(separator: ", ") + ")"
+        if let last = receiver.lastRejection?.reason { note += "; last: " + last }
+        return note
     }
 
     /// The fleet uplinks (root and the admin group see them): one row each, the reason below a row.

@@ -206,4 +206,35 @@ struct FixPlausibilityTests {
         trusting.send(dated)
         #expect(published.withLock { $0.last?.time } == dated.time, "the replaced receiver's rules no longer apply")
     }
+
+    @Test("rejected fixes are counted by rule with the last reason, and the owner hears once per change of reason")
+    func rejectionsByRule() throws {
+        let receiver = ScriptedReceiver("gnss0", plausibility: .init())
+        // The wall clock at 2026-06-01 12:00 UTC; the capture is dated 2020-07-11.
+        let set = ReceiverSet([receiver], wallClock: { 1_780_315_200 })
+        let heard = Locked<[FixRejection]>([])
+        set.start { event in if case .rejected(let name, let rejection) = event, name == "gnss0" { heard.withLock { $0.append(rejection) } } }
+        defer { set.stop() }
+        let capture = TestCaptures.decode(TestCaptures.receiverBytes("ublox-neo-m9n-nmea.log")).filter(\.hasPosition)
+        try #require(capture.count == 61)
+        let today = CivilDate(year: 2026, month: 6, day: 1)
+        var null = capture[2], good = capture[3]
+        null.time?.date = today
+        null.latitude = 0
+        null.longitude = 0
+        good.time?.date = today
+        receiver.send(capture[0])  // 2020: check-date
+        receiver.send(capture[1])  // the same reason: not heard again
+        receiver.send(null)        // null-island
+        receiver.send(good)        // published: the next rejection is a change again
+        receiver.send(capture[4])  // check-date
+        let dated = "fix dated 2020-07-11 rejected: check-date; set check-date = no for captures"
+        #expect(heard.withLock { $0 } == [FixRejection(rule: "check-date", reason: dated),
+                                          FixRejection(rule: "null-island", reason: "fix at 0°, 0° rejected: null-island (the receiver has no position yet)"),
+                                          FixRejection(rule: "check-date", reason: dated)])
+        let status = try #require(set.statuses.first)
+        #expect(status.rejectedFixes == ["check-date": 3, "null-island": 1])
+        #expect(status.lastRejection?.reason == dated)
+        #expect(status.fixes == 1)
+    }
 }

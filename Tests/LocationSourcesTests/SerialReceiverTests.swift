@@ -50,6 +50,7 @@ struct SerialReceiverTests {
             switch event {
             case .fix(let fix): log.withLock { $0.append((monotonic(), fix)) }
             case .status(let status): if status.state == .connected { connected.withLock { $0 = true } }
+            case .rejected: break
             }
         }
         defer { set.stop() }

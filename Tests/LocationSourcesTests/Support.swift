@@ -60,6 +60,7 @@ final class EventRecorder: @unchecked Sendable {
                 switch event {
                 case .fix(let f): $0.fixes.append(f)
                 case .status(let s): $0.statuses.append(s)
+                case .rejected: break
                 }
             }
         }

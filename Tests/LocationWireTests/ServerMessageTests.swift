@@ -40,6 +40,12 @@ struct ServerMessageTests {
             .init(name: "gnss0", type: "serial", path: "/dev/ttyACM0", state: "connected", speed: 9600,
                   connectedSince: utc(2026, 11, 30, 5, 10, 0), sentences: 1203, fixes: 300, errors: 0,
                   lastFixTime: utc(2026, 11, 30, 5, 14, 59), priority: 0)]))),
+        // Protocol 1.5: fixes a plausibility rule rejected, by rule, and the last reason (issue 33).
+        (#"{"class":"STATUS","clients":1,"receivers":[{"name":"gnss0","type":"serial","state":"connected","sentences":1403,"fixes":0,"errors":61,"priority":0,"rejected":[{"rule":"check-date","count":61}],"lastRejection":{"rule":"check-date","reason":"fix dated 2020-07-11 rejected: check-date; set check-date = no for captures"}}]}"#,
+         .status(.init(mode: nil, clients: 1, receivers: [
+            .init(name: "gnss0", type: "serial", state: "connected", sentences: 1403, fixes: 0, errors: 61, priority: 0,
+                  rejected: [.init(rule: "check-date", count: 61)],
+                  lastRejection: .init(rule: "check-date", reason: "fix dated 2020-07-11 rejected: check-date; set check-date = no for captures"))]))),
         (#"{"class":"STATE","fix":false,"reason":"no receiver has a fix"}"#, .state(.init(fix: false, reason: "no receiver has a fix"))),
         (#"{"class":"STATE","fix":true}"#, .state(.init(fix: true))),
         (#"{"class":"ERROR","request":"WATCH","message":"minInterval must be a number of seconds ≥ 0"}"#,
@@ -111,7 +117,9 @@ struct ServerMessageTests {
             .init(name: "gnss0", type: "serial", path: "/dev/ttyACM0", state: "connected", speed: 9600,
                   connectedSince: utc(2026, 11, 30, 5, 10, 0), sentences: 1203, fixes: 300, errors: 2,
                   lastFixTime: utc(2026, 11, 30, 5, 14, 59, ms: 1), priority: 1),
-            .init(name: "backup", type: "gpsd", state: "unavailable", reason: "connection refused")])),
+            .init(name: "backup", type: "gpsd", state: "unavailable", reason: "connection refused",
+                  rejected: [.init(rule: "check-date", count: 3), .init(rule: "null-island", count: 1)],
+                  lastRejection: .init(rule: "null-island", reason: "fix at 0°, 0° rejected: null-island (the receiver has no position yet)"))])),
         .authorization(.init(status: .denied, reason: "no agent is running to ask")),
         .authorization(.init(status: .authorizedPersistent, accuracy: .reduced, reason: "rule [client navit]")),
         .agent,
