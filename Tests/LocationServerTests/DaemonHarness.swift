@@ -46,7 +46,7 @@ final class DaemonProcess {
             [daemon]
             socket = \(socketPath)
             state-directory = \(directory)/state
-            log-level = debug
+            \(daemonKeys.contains("log-level") ? "" : "log-level = debug")
             \(daemonKeys)
 
             \(body)

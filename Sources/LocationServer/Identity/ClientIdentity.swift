@@ -46,6 +46,7 @@ extension ClientIdentity {
             throw error == .noSuchProcess ? .exited : .noCredentials(error)
         }
         let holders = HeldProgram.facts(peerInode.map { scan.holders(of: $0) } ?? [], adding: credentials.pid, cache: &cache)
+        if holders.isEmpty && cache.outOfDescriptors { throw .daemonOutOfDescriptors }
         var held = try HeldProgram.resolve(uid: credentials.uid, holders: holders, unreadUsers: scan.unreadUsers)
         if peerInode == nil {
             // Who else holds it cannot be told: known by its user alone.

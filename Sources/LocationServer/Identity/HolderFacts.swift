@@ -53,10 +53,15 @@ struct HolderCache {
 
     init() {}
 
-    /// The facts of `pid`, read on first use; nil when it is gone.
+    /// Whether a holder could not be read because the daemon was out of file descriptors then (it holds the
+    /// pinning pidfd while it reads): nothing about the client can be concluded from its absence.
+    private(set) var outOfDescriptors = false
+
+    /// The facts of `pid`, read on first use; nil when it is gone (or could not be read: `outOfDescriptors`).
     mutating func facts(_ pid: Int32) -> HolderFacts? {
         if let known = facts[pid] { return known }
         let read = HolderFacts.read(pid)
+        if read == nil, IdentificationBatch.outOfDescriptors() { outOfDescriptors = true }
         facts[pid] = read
         return read
     }

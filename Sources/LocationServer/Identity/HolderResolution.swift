@@ -20,6 +20,9 @@ public enum PeerRefusal: Error, Equatable, CustomStringConvertible {
     case exited
     /// The owner's processes hold more descriptors than one look-up reads (`PeerProcess.descriptorScanLimit`).
     case tooManyDescriptors
+    /// The daemon itself is out of file descriptors (EMFILE, ENFILE): /proc cannot be read. Not the client's
+    /// doing: it is closed without a word, as accept(2) would have left it in the backlog.
+    case daemonOutOfDescriptors
 
     public var description: String {
         switch self {
@@ -31,6 +34,7 @@ public enum PeerRefusal: Error, Equatable, CustomStringConvertible {
         case .otherUsers(let uids): return "processes of other users hold the other end (uids \(uids.map(String.init).joined(separator: ",")))"
         case .exited: return "the connecting process exited before it was identified"
         case .tooManyDescriptors: return "its user's processes hold more than \(PeerProcess.descriptorScanLimit) descriptors"
+        case .daemonOutOfDescriptors: return "locationd is out of file descriptors"
         }
     }
 }

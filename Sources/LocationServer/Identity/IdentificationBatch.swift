@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import LocationPolicy
 import LocationPosix
 
@@ -29,6 +32,9 @@ enum IdentificationBatch {
     /// The most connections identified in one pass: a batch holds up the first of its connections by the
     /// time the others take (about 0.1 ms each), so it is kept well under a second.
     static let limit = 512
+    /// The least time between two passes' starts: a connection waits at most this long for the pass that
+    /// takes it with whatever else arrived, and passes cost at most about 20 a second.
+    static let minimumInterval = Duration.milliseconds(50)
 
     /// Identifies `batch`, in its order.
     static func identify(_ batch: [PendingConnection]) -> [IdentificationOutcome] {
@@ -50,7 +56,28 @@ enum IdentificationBatch {
         let scan = PeerProcess.scanHolders(of: wanted)
         var cache = HolderCache()
         return zip(batch, inodes).map { connection, inode in
-            switch connection.owner {
+            let outcome = identify(connection, inode: inode, scan: scan, cache: &cache)
+            // Nothing found because the daemon could open nothing in /proc: its own want, not the client's.
+            if case .refused(_, .noProcess) = outcome, outOfDescriptors() { return .refused(connection, .daemonOutOfDescriptors) }
+            return outcome
+        }
+    }
+
+    /// Whether this process cannot open a file now (EMFILE, ENFILE).
+    static func outOfDescriptors() -> Bool {
+        switch FileDescriptorOps.open("/proc/self/stat", flags: O_RDONLY | O_CLOEXEC) {
+        case .success(let fd):
+            FileDescriptorOps.close(fd)
+            return false
+        case .failure(let e):
+            return e.rawValue == EMFILE || e.rawValue == ENFILE
+        }
+    }
+
+    /// Identifies one connection of a batch, with the batch's pass over /proc.
+    private static func identify(_ connection: PendingConnection, inode: UInt64?, scan: SocketHolderScan,
+                                 cache: inout HolderCache) -> IdentificationOutcome {
+        switch connection.owner {
             case .some(.failure(let refusal)):
                 return .refused(connection, refusal)
             case .some(.success(let owner)):
@@ -69,7 +96,6 @@ enum IdentificationBatch {
                 } catch {
                     return .refused(connection, error)
                 }
-            }
         }
     }
 }

@@ -37,8 +37,9 @@ extension ClientIdentity {
             throw scan.unreadUsers.contains(owner.uid) ? .tooManyDescriptors : .noProcess
         }
         guard case .success(let pidfd) = PeerProcess.pin(pid) else { throw .exited }
-        let held = try HeldProgram.resolve(uid: owner.uid, holders: HeldProgram.facts(pids, adding: nil, cache: &cache),
-                                           unreadUsers: scan.unreadUsers)
+        let holders = HeldProgram.facts(pids, adding: nil, cache: &cache)
+        if holders.isEmpty && cache.outOfDescriptors { throw .daemonOutOfDescriptors }
+        let held = try HeldProgram.resolve(uid: owner.uid, holders: holders, unreadUsers: scan.unreadUsers)
         guard let status = PeerProcess.status(of: pid) else { throw .exited }
         // Still the same process, still holding the socket: else the pid was reused or the socket handed on.
         guard scan.stillHolds(pid, owner.inode), PeerProcess.isRunning(pidfd) else { throw .exited }

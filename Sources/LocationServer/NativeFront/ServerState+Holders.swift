@@ -61,7 +61,8 @@ extension ServerState {
         case .exited: why = "the connecting process exited before it could be identified"
         default: why = "not identified: \(refusal)"
         }
-        let bytes = connection.front.refusal(why)
+        // Out of descriptors, the daemon cannot say who it is: closed without a word, as before it was accepted.
+        let bytes = refusal == .daemonOutOfDescriptors ? [] : connection.front.refusal(why)
         if !bytes.isEmpty { _ = bytes.withUnsafeBytes { sendNoSignal(connection.fd, $0) } }
         FileDescriptorOps.close(connection.fd)
         context.log.client(.warning, "client refused", uid: connection.uid,
