@@ -192,3 +192,8 @@ int locationd_file_status(int fd, uint64_t *device, uint64_t *inode, uint32_t *m
     *read_only_mount = (vfs.f_flag & ST_RDONLY) != 0;
     return 0;
 }
+
+long locationd_same_file_table(int pid, int other) {
+    /* kcmp(2) KCMP_FILES: 0 when the two tasks share one descriptor table. */
+    return syscall(SYS_kcmp, pid, other, 2 /* KCMP_FILES */, 0, 0);
+}

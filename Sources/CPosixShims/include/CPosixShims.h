@@ -98,6 +98,9 @@ long locationd_receive_with_sender(int fd, void *buffer, size_t length, int32_t 
 
 /// stat(2), following links: the owner uid of the file at `path`. 0, or -1 with errno.
 int locationd_file_owner(const char *path, uint32_t *uid);
+/* kcmp(2) with KCMP_FILES: 0 when tasks `pid` and `other` share one descriptor table, 1 or 2 when not, -1 with
+   errno when the kernel cannot say (no kcmp, or no ptrace read access). */
+long locationd_same_file_table(int pid, int other);
 /* process_vm_readv(2) of one range of another process's memory (needs ptrace attach access). */
 long locationd_read_process_memory(int pid, uint64_t address, void *buffer, size_t length);
 /* stat(2), following links: device, inode, owner uid and mode (type and permission bits). */

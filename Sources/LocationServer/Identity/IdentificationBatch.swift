@@ -33,8 +33,8 @@ enum IdentificationBatch {
     /// time the others take (about 0.1 ms each), so it is kept well under a second.
     static let limit = 512
     /// The least time between two passes' starts: a connection waits at most this long for the pass that
-    /// takes it with whatever else arrived, and passes cost at most about 20 a second.
-    static let minimumInterval = Duration.milliseconds(50)
+    /// takes it with whatever else arrived, and passes cost at most 5 a second.
+    static let minimumInterval = Duration.milliseconds(200)
 
     /// Identifies `batch`, in its order.
     static func identify(_ batch: [PendingConnection]) -> [IdentificationOutcome] {
@@ -121,6 +121,8 @@ enum HolderRecheck {
             let pids = scan.holders(of: check.peerInode)
             guard !pids.isEmpty else { return nil }
             let holders = HeldProgram.facts(pids, adding: nil, cache: &cache)
+            // Out of descriptors, the daemon could not read them: nothing can be concluded this time.
+            guard !cache.outOfDescriptors else { return nil }
             let held = Result { () throws(PeerRefusal) in
                 try HeldProgram.resolve(uid: check.uid, holders: holders, unreadUsers: scan.unreadUsers)
             }

@@ -33,7 +33,7 @@ extension ClientIdentity {
     ///   do, or the owner's processes hold more descriptors than are read.
     static func ofTCPPeer(owner: (uid: UInt32, inode: UInt64), scan: SocketHolderScan, cache: inout HolderCache) throws(PeerRefusal) -> ClientIdentity {
         let pids = scan.holders(of: owner.inode)
-        guard let pid = pids.first else {
+        guard let pid = scan.tableHolder(of: owner.inode) ?? pids.first else {
             throw scan.unreadUsers.contains(owner.uid) ? .tooManyDescriptors : .noProcess
         }
         guard case .success(let pidfd) = PeerProcess.pin(pid) else { throw .exited }

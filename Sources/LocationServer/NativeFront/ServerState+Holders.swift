@@ -2,13 +2,13 @@ import LocationPolicy
 import LocationPosix
 import LocationWire
 
-/// Who holds the connections, looked at again while they live (docs/SECURITY.md "Who a client is"): the
-/// gpsd front's and the NMEA socket's, where any holder reads what is sent and (TCP) writes requests. The
-/// native front serves only requests written by the process that connected (SCM_CREDENTIALS), so a holder
-/// that joins later gets nothing it did not ask for through that process.
+/// Who holds the connections, looked at again while they live (docs/SECURITY.md "Who a client is"): on
+/// every front, since any holder reads what is sent. (The native front also serves only requests written by
+/// the process that connected, SCM_CREDENTIALS; but a process with its own user and pid namespace may
+/// name any pid of that namespace there — found by a helper attacking the daemon as uid 1.)
 extension ServerState {
-    /// Starts a re-check of the holders of the gpsd and NMEA connections, unless one is under way (then one
-    /// more follows it). Called at every sweep (at most a second apart) and for every gpsd request.
+    /// Starts a re-check of the holders of every connection, unless one is under way (then one more follows
+    /// it). Called at every sweep (at most a second apart) and for every gpsd request.
     mutating func checkHolders() {
         guard !holderCheck.running else {
             holderCheck.wanted = true
