@@ -264,7 +264,7 @@ struct AgentTerminalTests {
         #expect(out.contains("(\"\" ignored: request 1 had just been shown"), "\(out)")
         #expect(!out.contains(#""d" ignored"#) && !out.contains("please answer"), "\(out)")
         #expect(out.contains("pending before answer: True"), "not denied: \(out)")
-        #expect(out.contains("ANSWERED 1: allowOnce by root"), "\(out)")
+        #expect(out.contains("ANSWERED 1: allow once by root"), "\(out)")
         #expect(out.contains("get exit 0"), "allowed once: \(out)")
     }
 }

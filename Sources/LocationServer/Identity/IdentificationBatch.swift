@@ -32,9 +32,14 @@ enum IdentificationBatch {
     /// The most connections identified in one pass: a batch holds up the first of its connections by the
     /// time the others take (about 0.1 ms each), so it is kept well under a second.
     static let limit = 512
-    /// The least time between two passes' starts: a connection waits at most this long for the pass that
-    /// takes it with whatever else arrived, and passes cost at most 5 a second.
-    static let minimumInterval = Duration.milliseconds(200)
+    /// The idle time owed after a pass that took `duration` before the next may start: nine times as long, so
+    /// that passes take at most a tenth of the identity queue's time however connections arrive (a pass is
+    /// 2–5 ms on a quiet machine: a client connecting again and again is greeted within ~30 ms), and at most
+    /// 200 ms, so that a slow pass (a system with hundreds of thousands of descriptors) does not hold the next
+    /// client up long.
+    static func gap(after duration: Duration) -> Duration {
+        min(duration * 9, .milliseconds(200))
+    }
 
     /// Identifies `batch`, in its order.
     static func identify(_ batch: [PendingConnection]) -> [IdentificationOutcome] {

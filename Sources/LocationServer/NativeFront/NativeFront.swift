@@ -67,8 +67,9 @@ public final class NativeFront: Sendable {
     private let queue = DispatchQueue(label: "locationd.server")
     /// Identifying new clients (reads /proc/PID, the user and group databases).
     private let identityQueue = DispatchQueue(label: "locationd.identity")
-    /// When the last identification pass began, and whether a later one is already scheduled (`identifyWaiting`).
-    private let lastPass = Locked((began: ContinuousClock.Instant?.none, scheduled: false))
+    /// When the last identification pass ended, the idle time owed after it, and whether a later one is
+    /// already scheduled (`identifyWaiting`).
+    private let lastPass = Locked((ended: ContinuousClock.Instant?.none, gap: Duration.zero, scheduled: false))
     private let store: PolicyStore
     private let log: Log
     /// logind, asked about users' login states (When In Use) once the policy depends on login sessions.
@@ -331,17 +332,18 @@ public final class NativeFront: Sendable {
     /// users' turns: one pass over /proc finds the holders of all of them (`IdentificationBatch`), then each is
     /// admitted, or refused with the reason.
     private func identifyWaiting() {
-        // Passes at most every `IdentificationBatch.minimumInterval`: each reads every process's descriptors,
-        // and one user's connections arriving one by one must not buy a pass each (at the open-file limit,
-        // where each is refused, that was 0.8 s of CPU in 2 s); what arrives meanwhile waits for one pass.
+        // A pass may start only once the one before had its share of idle time after it
+        // (`IdentificationBatch.gap`): each reads every process's descriptors, and one user's connections
+        // arriving one by one must not buy a pass each (at the open-file limit, where each is refused, that was
+        // 0.8 s of CPU in 2 s); what arrives meanwhile waits for one pass.
         let wait: Duration? = lastPass.withLock { last in
             let now = ContinuousClock.now
-            if let began = last.began, now - began < IdentificationBatch.minimumInterval {
+            if let ended = last.ended, now - ended < last.gap {
                 if last.scheduled { return .zero }
                 last.scheduled = true
-                return IdentificationBatch.minimumInterval - (now - began)
+                return last.gap - (now - ended)
             }
-            last = (began: now, scheduled: false)
+            last.scheduled = false
             return nil
         }
         if let wait {
@@ -352,6 +354,11 @@ public final class NativeFront: Sendable {
                 }
             }
             return
+        }
+        let began = ContinuousClock.now
+        defer {
+            let ended = ContinuousClock.now
+            lastPass.withLock { $0 = (ended: ended, gap: IdentificationBatch.gap(after: ended - began), scheduled: $0.scheduled) }
         }
         var waiting: [PendingConnection] = []
         withState { waiting = $0.pending.next(upTo: IdentificationBatch.limit) }
