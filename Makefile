@@ -157,7 +157,7 @@ uninstall:
 # `make install`). Its version is debian/changelog's, which must be the daemon's own.
 deb:
 	@changelog=$$(dpkg-parsechangelog -S Version); \
-	release=$$(sed -n 's/^public let locationdRelease = "\(.*\)"$$/\1/p' Sources/LocationServer/Daemon.swift); \
+	release=$$(sed -n 's/^ *public static let version = "\(.*\)"$$/\1/p' Sources/LocationWire/Release.swift); \
 	if [ "$$changelog" != "$$release" ]; then \
 		echo "debian/changelog is at $$changelog but locationd --version says $$release: add a changelog entry (dch -v $$release)"; \
 		exit 1; \
