@@ -33,12 +33,12 @@ enum IdentificationBatch {
     /// time the others take (about 0.1 ms each), so it is kept well under a second.
     static let limit = 512
     /// The idle time owed after a pass that took `duration` before the next may start: nine times as long, so
-    /// that passes take at most a tenth of the identity queue's time however connections arrive (a pass is
-    /// 2–5 ms on a quiet machine: a client connecting again and again is greeted within ~30 ms), and at most
-    /// 200 ms, so that a slow pass (a system with hundreds of thousands of descriptors) does not hold the next
-    /// client up long.
-    static func gap(after duration: Duration) -> Duration {
-        min(duration * 9, .milliseconds(200))
+    /// that passes take at most a tenth of the identity queue's time however connections arrive, but at most
+    /// 20 ms, so that a client connecting again and again is greeted at 30 a second or more even where a
+    /// pass is slow (a loaded machine, a debug build). After a pass that found the daemon out of descriptors,
+    /// 200 ms, as accept backs off: each connection it then accepts would buy a pass only to be refused.
+    static func gap(after duration: Duration, outOfDescriptors: Bool) -> Duration {
+        outOfDescriptors ? .milliseconds(200) : min(duration * 9, .milliseconds(20))
     }
 
     /// Identifies `batch`, in its order.

@@ -356,14 +356,17 @@ public final class NativeFront: Sendable {
             return
         }
         let began = ContinuousClock.now
+        var starved = false
         defer {
             let ended = ContinuousClock.now
-            lastPass.withLock { $0 = (ended: ended, gap: IdentificationBatch.gap(after: ended - began), scheduled: $0.scheduled) }
+            let gap = IdentificationBatch.gap(after: ended - began, outOfDescriptors: starved)
+            lastPass.withLock { $0 = (ended: ended, gap: gap, scheduled: $0.scheduled) }
         }
         var waiting: [PendingConnection] = []
         withState { waiting = $0.pending.next(upTo: IdentificationBatch.limit) }
         guard !waiting.isEmpty else { return }
         let outcomes = IdentificationBatch.identify(waiting)
+        starved = outcomes.contains { if case .refused(_, .daemonOutOfDescriptors) = $0 { true } else { false } }
         var more = false
         // Whether each user is at the machine, asked here, off the fan-out queue (When In Use).
         var inUse: [UInt32: Bool] = [:]
