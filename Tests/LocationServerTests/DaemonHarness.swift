@@ -45,7 +45,7 @@ final class DaemonProcess {
         let config = """
             [daemon]
             socket = \(socketPath)
-            state-directory = \(directory)/state
+            \(daemonKeys.contains("state-directory") ? "" : "state-directory = \(directory)/state")
             \(daemonKeys.contains("log-level") ? "" : "log-level = debug")
             \(daemonKeys)
 
