@@ -12,7 +12,7 @@ import LocationWire
 /// purpose key, one user allowed once at full accuracy (Config/locationd.conf's forms).
 private let configText = """
     [daemon]
-    admin-group = locationd-admin
+    admin-group = 0
     [policy]
     access = ask
     accuracy = reduced
@@ -24,7 +24,7 @@ private let configText = """
     accuracy = reduced
     purpose.TurnByTurn = Turn-by-turn directions need your exact position.
     [client alice]
-    user = alice
+    user = 1000
     access = once
     accuracy = full
 
@@ -80,7 +80,7 @@ private func fix(_ step: Int) -> Fix {
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzServer(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
-    let policy = PolicyState(rules: world.rules, grants: world.store.initialGrants, adminGroup: "locationd-admin")
+    let policy = PolicyState(rules: world.rules, grants: world.store.initialGrants, adminGroup: "root")
     var state = ServerState(context: world.context,
                             publisher: Publisher(policy: policy, fudger: world.store.fudger(gridMeters: world.rules.defaults.reducedGrid)))
     let start = ContinuousClock.now
