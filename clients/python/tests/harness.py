@@ -123,13 +123,17 @@ class Agent:
     """An agent speaking the protocol (AGENT, then ANSWER to each ASK) on its own connection and thread.
 
     ``answer`` is the answer to every question (``allowOnce``, ``allowAlways``, ``deny``, ...); every ASK
-    received is kept in ``asks``.
+    received is kept in ``asks``. With ``hold``, each answer waits until ``release()``: a person who has not
+    decided yet, for as long as a test needs, instead of an answer that races the client's next request.
     """
 
-    def __init__(self, socket_path, answer, accuracy=None):
+    def __init__(self, socket_path, answer, accuracy=None, hold=False):
         self.answer = answer
         self.accuracy = accuracy
         self.asks = []
+        self.released = threading.Event()
+        if not hold:
+            self.released.set()
         self.socket = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.socket.connect(socket_path)
         self.file = self.socket.makefile("rwb")
@@ -149,6 +153,7 @@ class Agent:
                 if message.get("class") != "ASK":
                     continue
                 self.asks.append(message)
+                self.released.wait(30)
                 answer = {"class": "ANSWER", "id": message["id"], "answer": self.answer}
                 if self.accuracy:
                     answer["accuracy"] = self.accuracy
@@ -157,7 +162,12 @@ class Agent:
         except (OSError, ValueError):
             pass
 
+    def release(self):
+        """Lets a held agent answer (the question on screen now, and every later one)."""
+        self.released.set()
+
     def close(self):
+        self.released.set()
         try:
             self.socket.shutdown(socket.SHUT_RDWR)
         except OSError:

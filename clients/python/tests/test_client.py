@@ -382,13 +382,22 @@ class ProtocolExamples(Checks):
 
     def test_watch_before_the_decision_is_refused(self):
         """Why the examples wait: a WATCH sent with the AUTHORIZE, before the agent answered, is refused."""
-        agent = Agent(self.daemon.socket_path, "allowOnce")
+        # The agent holds its answer until the WATCH was refused: an agent answering at once can beat the
+        # WATCH to the daemon (it did under AddressSanitizer), and then the WATCH is rightly served.
+        agent = Agent(self.daemon.socket_path, "allowOnce", hold=True)
         try:
             with locationd.LocationManager(self.daemon.socket_path) as manager:
                 manager._send({"class": "AUTHORIZE", "authorization": "once"})
                 with self.assertRaises(locationd.NotAuthorized) as refused:
                     next(manager.locations())
                 self.assertEqual(refused.exception.status, "notDetermined")
+                agent.release()
+                # The AUTHORIZATION that settles it comes once the agent answered; then a WATCH is served.
+                deadline = time.monotonic() + 10
+                while manager._read_message(deadline).get("class") != "AUTHORIZATION":
+                    pass
+                self.assertEqual(manager.authorization_status, "authorizedOnce")
+                self.assert_capture_fix(next(manager.locations(timeout=10)))
         finally:
             agent.close()
 
