@@ -154,23 +154,32 @@ struct AbuseTests {
         let logBefore = daemon.log.utf8.count
         // Paced, so that the bound on connections waiting to be identified (8 per user) refuses none of
         // them: else, on a loaded machine, it refuses so many that the descriptors never run out.
-        let attack = try Self.hold(daemon.socketPath, uid: 1, connections: 200, seconds: 4, paced: true)
-        usleep(1_000_000)
+        let attack = try Self.hold(daemon.socketPath, uid: 1, connections: 80, seconds: 4, paced: true)
+        let began = monotonic()
+        // Measured from the moment the daemon is at its limit (it refuses a connection it has no descriptors to
+        // identify, or an accept fails), not after a guessed second: under a sanitizer the connections before
+        // it take 1.5 s, and their passes (~70 ms each there) are the cost of admitting clients, not of the limit.
+        let atLimit = { daemon.log.contains("out of file descriptors") || daemon.log.contains("accept failed") }
+        while !atLimit() && monotonic() < began + 20 { usleep(20_000) }
+        #expect(atLimit(), "the daemon never ran out of descriptors")
         let cpuBefore = Self.cpuSeconds(daemon.pid)
         usleep(2_000_000)
         let cpu = Self.cpuSeconds(daemon.pid) - cpuBefore
-        // The security review measured ~90 % of a CPU and ~35 MB of log in 10 s.
+        // The security review measured ~90 % of a CPU and ~35 MB of log in 10 s; a pass at the limit cost
+        // 30–50 ms under AddressSanitizer until the daemon looked for free descriptors before it
+        // (`IdentificationBatch.outOfDescriptors(count:)`): 0.8 s in 2 s there.
         #expect(cpu < 0.3, "daemon used \(cpu) s of CPU in 2 s at the descriptor limit")
         let out = E2E.finish(attack).stdout
+        let lasted = monotonic() - began
         #expect((Self.counts(out).first ?? 0) > 0, "\(out)")
         let logged = daemon.log.utf8.count - logBefore
         let failures = daemon.log.components(separatedBy: "accept failed").count - 1
-        // At most one line per 10 s while the attack lasts (about 4 s), with the count of failures.
+        // At most one line per 10 s while the attack lasts, with the count of failures.
         // It did reach the limit: accepts failed, or connections were closed unanswered (out of
         // descriptors to identify them) or waited in the backlog.
         #expect(failures >= 1 || (Self.counts(out).last ?? 0) > 0, "\(out)")
         #expect(!out.contains("exited before it could be identified"), "not the clients' doing: \(out)")
-        #expect(failures <= 2, "\(failures) accept-failure lines")
+        #expect(failures <= 1 + Int(lasted / 10), "\(failures) accept-failure lines in \(lasted) s")
         #expect(logged < 200_000, "\(logged) bytes of log")
         // The attacker is gone: everyone gets in again. (It did not when no timer had been armed before the
         // descriptors ran out: libdispatch could not make the timerfd of the one that resumes accepting,
