@@ -63,6 +63,12 @@ public struct ClientIdentity: Hashable, Sendable, CustomStringConvertible {
     /// The sandboxed app the kernel vouches the process is — `snap:NAME` (its AppArmor label) or
     /// `flatpak:ID` (its `/.flatpak-info`, read as xdg-desktop-portal reads it) — nil for any other process.
     public var appID: String?
+    /// True when the program runs outside every login session — a system service, or a program started with
+    /// no login session at all (a headless box's console, a container, a job of root's) — rather than in a
+    /// user's session or below the user's own service manager (its cgroup is not under `/user.slice/`). For
+    /// such a client, When In Use means "while it runs" (docs/POLICY.md "What in use means"); for the others,
+    /// "while its user has an active login session".
+    public var outsideLoginSessions: Bool
 
     /// - Parameters:
     ///   - program: what to show as the program; `executable ?? interpreter` when nil.
@@ -70,7 +76,8 @@ public struct ClientIdentity: Hashable, Sendable, CustomStringConvertible {
     ///     executable or interpreter, else `unverified`.
     public init(pid: Int32, uid: UInt32, gid: UInt32, user: String? = nil, groups: [String] = [], executable: String? = nil,
                 unit: String? = nil, userUnit: String? = nil, interpreter: String? = nil, program: String? = nil,
-                strength: IdentityStrength? = nil, verifiedByPidFD: Bool = false, appID: String? = nil) {
+                strength: IdentityStrength? = nil, verifiedByPidFD: Bool = false, appID: String? = nil,
+                outsideLoginSessions: Bool = false) {
         self.pid = pid
         self.uid = uid
         self.gid = gid
@@ -86,6 +93,7 @@ public struct ClientIdentity: Hashable, Sendable, CustomStringConvertible {
             : .unverified(reason: "no program identified"))
         self.verifiedByPidFD = verifiedByPidFD
         self.appID = appID
+        self.outsideLoginSessions = outsideLoginSessions
     }
 
     public var description: String {

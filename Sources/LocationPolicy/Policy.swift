@@ -6,8 +6,9 @@ public struct AuthorizationState: Hashable, Sendable {
     public var reason: String
     /// True when the status is a one-time grant that a standing approval gave (`AUTHORIZATION.standing`).
     public var standing: Bool
-    /// False for a When-In-Use client whose user has no active login session: authorized, but sent
-    /// nothing (`accuracy` nil) until one is active (`AUTHORIZATION.inUse`).
+    /// False for a When-In-Use client not in use — in a login session, or below its user's own service manager,
+    /// while its user has no active login session: authorized, but sent nothing (`accuracy` nil) until one is
+    /// active (`AUTHORIZATION.inUse`). A client outside every login session is in use while it runs.
     public var inUse: Bool
 
     public init(status: AuthorizationStatus, accuracy: AccuracyAuthorization?, reason: String, standing: Bool = false,
@@ -44,16 +45,19 @@ public struct AgentQuestion: Hashable, Sendable {
     /// True when a client authorized When In Use asks for Always (`ASK.upgrade`): refusing it leaves the
     /// When-In-Use grant as it is.
     public var upgrade: Bool
-    /// True when this When In Use question was asked for a client that asked for Always: once When In Use
-    /// is allowed, the agents are asked for the upgrade (`Policy.decide`).
-    public var alwaysNext: Bool
 
-    public init(subject: Subject, accuracy: AccuracyAuthorization, purpose: String?, upgrade: Bool = false, alwaysNext: Bool = false) {
+    /// What "allow always" stores (`ASK.remembers`): `.persistent` (Always) where Always was asked (in one
+    /// question: `Policy.apply`), else `.whenInUse`; nil for temporary full accuracy, which stores nothing.
+    public var remembers: AuthorizationKind? {
+        guard case .authorization(let kind) = subject else { return nil }
+        return kind == .persistent ? .persistent : .whenInUse
+    }
+
+    public init(subject: Subject, accuracy: AccuracyAuthorization, purpose: String?, upgrade: Bool = false) {
         self.subject = subject
         self.accuracy = accuracy
         self.purpose = purpose
         self.upgrade = upgrade
-        self.alwaysNext = alwaysNext
     }
 }
 
@@ -109,7 +113,9 @@ public enum Policy {
     /// precise than the client asked for (`SessionAuthorization.requestedAccuracy`). A When-In-Use grant
     /// applies while `userInUse`; otherwise the client stays `authorizedWhenInUse` with no accuracy and
     /// `inUse` false: it is sent nothing.
-    /// - Parameter userInUse: whether the client's user has an active login session (logind's "active").
+    /// - Parameter userInUse: whether the client is in use (docs/POLICY.md "What in use means"): it runs
+    ///   outside every login session (`ClientIdentity.outsideLoginSessions`: in use while it runs), or its
+    ///   user has an active login session (logind's "active").
     public static func state(_ identity: ClientIdentity, session: SessionAuthorization, rules: PolicyRules,
                              grants: GrantSet, now: PolicyTime, userInUse: Bool = true) -> AuthorizationState {
         let rule = rules.effective(for: identity)
@@ -128,11 +134,14 @@ public enum Policy {
             if stored.whenInUse {
                 guard userInUse else {
                     return AuthorizationState(status: .authorizedWhenInUse, accuracy: nil,
-                                              reason: "When In Use, and the user has no active login session: nothing is sent until one is active",
+                                              reason: "When In Use, and \(identity.user ?? "uid \(identity.uid)") has no active login session: "
+                                                + "nothing is sent until one is active",
                                               inUse: false)
                 }
                 result = AuthorizationState(status: .authorizedWhenInUse, accuracy: min(stored.accuracy, rule.accuracy),
-                                            reason: "When-In-Use grant by \(stored.decidedBy); the user has an active login session")
+                                            reason: "When-In-Use grant by \(stored.decidedBy); "
+                                                + (identity.outsideLoginSessions ? "it runs outside any login session: in use while it runs"
+                                                   : "the user has an active login session"))
             } else {
                 result = AuthorizationState(status: .authorizedPersistent, accuracy: min(stored.accuracy, rule.accuracy),
                                             reason: "persistent grant by \(stored.decidedBy)")
@@ -159,9 +168,11 @@ public enum Policy {
 
     /// Decides a request. The request's accuracy is weighed as the session's new ceiling
     /// (`SessionAuthorization.asking(_:)`): the caller keeps that session unless the decision is `invalid`.
-    /// Always (`persistent`) is asked for only on top of When In Use, as Core Location does: asked by a
-    /// client not yet authorized, the agents are asked for When In Use (`AgentQuestion.alwaysNext`), and
-    /// once they allow it, for the upgrade; asked by a client authorized When In Use, for the upgrade.
+    /// One request raises at most one question. Always (`persistent`) asked by a client not yet authorized
+    /// is one question whose "allow always" grants Always (Core Location asks When In Use first, then the
+    /// upgrade: two prompts, and the second, unanswered, left the program with nothing while its user was
+    /// away — issue 33); asked by a client authorized When In Use, the question is the upgrade, and refusing
+    /// it (or no answer) leaves When In Use.
     public static func decide(_ request: PolicyRequest, identity: ClientIdentity, session: SessionAuthorization,
                               rules: PolicyRules, grants: GrantSet, now: PolicyTime, userInUse: Bool = true) -> PolicyDecision {
         let session = session.asking(request)
@@ -198,13 +209,9 @@ public enum Policy {
             case .once:
                 return .grantOnce(accuracy, usingPreapproval: nil)
             case .ask:
-                // Core Location's requestAlwaysAuthorization() before any answer shows the When In Use
-                // prompt; Always is offered on top of it. The text shown is the administrator's usage text
-                // for the kind asked, never the client's.
-                let asked: AuthorizationKind = kind == .persistent ? .whenInUse : kind
-                let usage = rules.rule(for: identity)?.usage.text(for: asked)
-                return .ask(AgentQuestion(subject: .authorization(asked), accuracy: accuracy, purpose: usage,
-                                          alwaysNext: kind == .persistent))
+                // The text shown is the administrator's usage text for the kind asked, never the client's.
+                let usage = rules.rule(for: identity)?.usage.text(for: kind)
+                return .ask(AgentQuestion(subject: .authorization(kind), accuracy: accuracy, purpose: usage))
             case .deny, .always:
                 return .refuse(.restricted, reason: current.reason)  // handled above; kept total
             }
@@ -218,15 +225,6 @@ public enum Policy {
             }
             return .ask(AgentQuestion(subject: .temporaryFullAccuracy(purposeKey: key), accuracy: .full, purpose: text))
         }
-    }
-
-    /// The question that follows an agent's answer `answer` to `question` about `identity`: the upgrade to
-    /// Always once When In Use was allowed to a client that asked for Always (`AgentQuestion.alwaysNext`);
-    /// nil otherwise (a refusal, or "allow once", ends it, as on Core Location).
-    public static func nextQuestion(after question: AgentQuestion, answer: AgentAnswer, identity: ClientIdentity,
-                                    rules: PolicyRules) -> AgentQuestion? {
-        guard question.alwaysNext, case .allowAlways(let lowered) = answer else { return nil }
-        return upgradeQuestion(identity, accuracy: min(question.accuracy, lowered ?? question.accuracy), rules: rules)
     }
 
     /// Always asked on top of When In Use, with the rule's `usage.always`.
@@ -254,7 +252,7 @@ public enum Policy {
                 session.temporaryFullAccuracy = key
                 return AnswerOutcome(session: session, store: nil)
             }
-        case .authorization(let kind):
+        case .authorization:
             if question.upgrade {
                 // Refusing Always, or allowing it for this connection only, leaves When In Use as it is.
                 guard case .allowAlways(let lowered) = answer else { return AnswerOutcome(session: session) }
@@ -274,14 +272,15 @@ public enum Policy {
                 return AnswerOutcome(session: session, standing: Preapproval(subject: .decision(for: identity), accuracy: accuracy,
                                                                               created: now.wall, standing: true, decidedBy: decidedBy))
             case .allowAlways(let lowered):
-                // Remembered: Always only for Always asked (an upgrade, or an Always request whose first step
-                // the agents skipped); "allow always" to When In Use or to one-time access remembers When In
-                // Use — Always comes only on top of it (found by a helper attacking the daemon: "allow
-                // always" to a one-time question stored Always, with no upgrade question).
+                // Remembered as `question.remembers`: Always only where Always was asked (an Always request, in
+                // its one question — a second question for the upgrade, left unanswered, left the program on
+                // When In Use with nothing while its user was away: issue 33); "allow always" to When In Use or
+                // to one-time access remembers When In Use (found by a helper attacking the daemon: "allow
+                // always" to a one-time question stored Always, more than the program asked for).
                 let accuracy = min(question.accuracy, lowered ?? question.accuracy)
                 return AnswerOutcome(session: session, store: PersistentGrant(subject: .decision(for: identity), allowed: true, accuracy: accuracy,
                                                                               created: now.wall, decidedBy: decidedBy,
-                                                                              whenInUse: kind != .persistent))
+                                                                              whenInUse: question.remembers != .persistent))
             case .deny:
                 // Remembered, as iOS does not ask again after "Don't Allow".
                 return AnswerOutcome(session: session, store: PersistentGrant(subject: .decision(for: identity), allowed: false, accuracy: .reduced,

@@ -131,7 +131,9 @@ struct AgentBroker: Sendable {
         }
         return ServerMessage.ask(ServerMessage.Ask(id: ask.id, client: client, request: request, purposeKey: purposeKey,
                                                    accuracy: ask.question.accuracy, purpose: ask.question.purpose,
-                                                   timeout: timeout, upgrade: ask.question.upgrade)).encoded()
+                                                   timeout: timeout, upgrade: ask.question.upgrade,
+                                                   remembers: ask.question.remembers?.rawValue,
+                                                   inUse: identity.outsideLoginSessions ? "running" : "activeSession")).encoded()
     }
 
     /// The ANSWERED message: question `id` was answered (`answer`, by whom), withdrawn or timed out.
@@ -232,15 +234,8 @@ extension ServerState {
         case .deny: parsed = .deny
         }
         var stored = false
-        var upgrades: [(client: Int, question: AgentQuestion)] = []
         for client in pending.clients {
             guard let subscriber = publisher.subscribers[client] else { continue }
-            // When In Use allowed to a client that asked for Always: the upgrade is asked next, and the
-            // client is told once that is answered (or cannot be asked).
-            if let next = Policy.nextQuestion(after: pending.question, answer: parsed, identity: subscriber.identity,
-                                              rules: publisher.policy.rules) {
-                upgrades.append((client, next))
-            }
             let outcome = Policy.apply(parsed, to: pending.question, identity: subscriber.identity, session: subscriber.session,
                                        now: now, onceLifetime: publisher.policy.rules.defaults.onceLifetime,
                                        decidedBy: "agent \(by)")
@@ -261,16 +256,13 @@ extension ServerState {
             let state = publisher.authorization(of: client, at: now)
             audit("decision", client, request: pending.request, status: state.status.rawValue, accuracy: state.accuracy?.rawValue,
                   reason: "agent \(by) answered \(answer.rawValue)", at: now.wall)
-            if !upgrades.contains(where: { $0.client == client }) { announce(client, state, at: now.wall) }
+            announce(client, state, at: now.wall)
             if parsed == .deny, pending.request == "FULLACCURACY" {
                 send(client, ServerMessage.error(request: "FULLACCURACY", message: "temporary full accuracy denied by the agent"))
             }
         }
         if stored { deliver(publisher.reevaluateAll(because: nil, at: now), at: now.wall) }
         closeQuestion(ask, answer.rawValue, by: by)
-        for (client, next) in upgrades where !askUpgrade(client, next, request: pending.request, at: now) {
-            announce(client, publisher.authorization(of: client, at: now), at: now.wall)
-        }
     }
 
     /// A denial replaced the subject's standing approval: the one-time grants it gave live connections end
@@ -281,13 +273,4 @@ extension ServerState {
         }
     }
 
-    /// Puts the upgrade to Always to the agents for a client just allowed When In Use; false when it cannot
-    /// be asked (no agent, or the user's questions are used up): the client then keeps When In Use.
-    private mutating func askUpgrade(_ id: Int, _ question: AgentQuestion, request: String, at now: Moment) -> Bool {
-        guard broker.hasAgents else { return false }
-        switch openQuestion(id, question, request: request, at: now) {
-        case .opened, .joined: return true
-        case .busy, .tooMany, nil: return false
-        }
-    }
 }

@@ -11,7 +11,10 @@ public enum ProtocolVersion {
     /// 5: `identified` in a client's description (`ASK.client`, `AUDIT` events, `GRANTS`' `once[]`): how
     /// sure the daemon is of who the client is; `SHARE`'s `discard` (the uplinks' spooled reports dropped with
     /// the switch turned off; while off, the spool holds what it has instead of sending it).
-    public static let minor = 5
+    /// 6: `ASK.remembers` (what "allow always" stores) and `ASK.inUse` (what in use means for the client:
+    /// `activeSession`, or `running` outside every login session); an Always request is one question
+    /// (`request` `persistent`), where 1.4–1.5 asked When In Use and then the upgrade.
+    public static let minor = 6
     /// The largest request line accepted, bytes (newline excluded).
     public static let maximumRequestLength = 16 * 1024
     /// The largest WATCH `minInterval`, seconds (one day): longer waits are a POLL's or a reconnection's.

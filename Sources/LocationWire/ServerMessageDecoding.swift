@@ -91,7 +91,8 @@ extension ServerMessage {
             return .ask(Ask(id: try m.required(m.integer("id"), "id"), client: try m.object("client").map(ClientDescription.init),
                             request: try m.string("request"), purposeKey: try m.string("purposeKey"),
                             accuracy: try m.accuracy(), purpose: try m.string("purpose"), timeout: try m.number("timeout"),
-                            upgrade: try m.bool("upgrade") ?? false))
+                            upgrade: try m.bool("upgrade") ?? false, remembers: try m.string("remembers"),
+                            inUse: try m.string("inUse")))
         case "ANSWERED":
             return .answered(Answered(id: try m.required(m.integer("id"), "id"), answer: try m.string("answer"),
                                       by: try m.string("by")))

@@ -326,11 +326,21 @@ extension ServerMessage {
         /// True when a client authorized When In Use asks for Always (`upgrade`, protocol 1.4; absent:
         /// false): refusing leaves its When-In-Use grant.
         public var upgrade: Bool
+        /// What "allow always" stores (`remembers`, protocol 1.6): `whenInUse` or `persistent` (Always); absent
+        /// for temporary full accuracy, which stores nothing.
+        public var remembers: String?
+        /// What "in use" means for this client, for When In Use (`inUse`, protocol 1.6): `activeSession` (while
+        /// its user has an active login session) or `running` (it runs outside every login session — a system
+        /// service, a headless box's program — and is in use while it runs).
+        public var inUse: String?
 
         /// Makes the value; each parameter is the property of the same name (units there).
         public init(id: Int, client: ClientDescription?, request: String?, purposeKey: String? = nil,
-                    accuracy: AccuracyAuthorization? = nil, purpose: String? = nil, timeout: Double? = nil, upgrade: Bool = false) {
+                    accuracy: AccuracyAuthorization? = nil, purpose: String? = nil, timeout: Double? = nil, upgrade: Bool = false,
+                    remembers: String? = nil, inUse: String? = nil) {
             self.upgrade = upgrade
+            self.remembers = remembers
+            self.inUse = inUse
             self.id = id
             self.client = client
             self.request = request
@@ -349,6 +359,8 @@ extension ServerMessage {
             w.field("purpose", purpose)
             w.field("timeout", timeout)
             if upgrade { w.field("upgrade", true) }
+            w.field("remembers", remembers)
+            w.field("inUse", inUse)
         }
     }
 }

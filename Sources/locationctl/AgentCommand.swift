@@ -25,10 +25,12 @@ enum AgentCommand {
         this connection of the program only; 'standing' (allow once, and from now on without asking:
         the LocationButton's standing approval) allows this connection, and each later connection of
         the same user's program that asks for one-time access gets a one-time grant without a
-        question, until revoked; 'always' is remembered (as When In Use when the program asked for
-        When In Use: its clients then get locations while their user has an active session) (also across restarts); 'deny' is
-        remembered too, and the program is not asked about again; the reduced answers allow with
-        reduced accuracy. A line "ANSWERED ..." reports how each question ended (answered here or by
+        question, until revoked; 'always' is remembered (also across restarts): as Always when the
+        program asked for Always, else as When In Use — while its user has an active login session,
+        or, for a program outside every login session (a system service, a program on a box nobody
+        logs in to), whenever it runs; 'deny' is remembered too, and the program is not asked about
+        again; the reduced answers allow with reduced accuracy. Under each question a few lines say
+        what each answer does for that program. A line "ANSWERED ..." reports how each question ended (answered here or by
         another agent, timed out, withdrawn). Unanswered questions are refused after the daemon's
         ask-timeout. Runs until interrupted, until --count answers were given, or until standard
         input ends.
@@ -231,6 +233,7 @@ enum AgentCommand {
         var what: String
         switch question.request {
         case "once": what = "one-time access"
+        case "whenInUse" where question.inUse == "running": what = "When-In-Use access (in use while it runs)"
         case "whenInUse": what = "When-In-Use access (while the user has an active session)"
         case "persistent" where question.upgrade: what = "an upgrade from When In Use to Always (persistent access)"
         case "persistent": what = "persistent access"
@@ -270,7 +273,35 @@ enum AgentCommand {
             // The administrator's usage text for the access asked (usage.when-in-use, usage.always).
             text += "  usage:    " + DisplayText.escaped(usage) + "\n"
         }
-        return text
+        return text + answers(question)
+    }
+
+    /// What each answer does to `question`, in plain words, for the block under the question (issue 33: an
+    /// `[a]lways` that stored When In Use, which then delivered nothing on a box with no login session):
+    ///
+    ///       o  this connection only
+    ///       a  remembered: whenever it runs (When In Use; it runs outside every login session)
+    static func answers(_ question: AgentQuestion) -> String {
+        var lines: [(String, String)]
+        if question.request == "temporaryFullAccuracy" {
+            lines = [("o s a", "full accuracy for this connection"), ("d r R", "it stays at reduced accuracy")]
+        } else if question.upgrade {
+            lines = [("a", "remembered: Always, at any time"), ("R", "the same at reduced accuracy"),
+                     ("o s d r", "it keeps When In Use as it is")]
+        } else {
+            let user = question.client.user.map(DisplayText.escaped) ?? question.client.uid.map { "uid \($0)" } ?? "its user"
+            let remembered: String
+            switch (question.remembers ?? (question.request == "persistent" ? "persistent" : "whenInUse"), question.inUse) {
+            case ("persistent", _): remembered = "Always, at any time"
+            case (_, "running"): remembered = "whenever it runs (When In Use; it runs outside every login session)"
+            default: remembered = "while \(user) has an active login session (When In Use)"
+            }
+            lines = [("o", "this connection only"),
+                     ("s", "this connection, and its later one-time requests without asking"),
+                     ("a", "remembered: " + remembered), ("d", "refused, and remembered: not asked again"),
+                     ("r R", "as o and a, at reduced accuracy")]
+        }
+        return lines.map { keys, words in "    " + keys + String(repeating: " ", count: max(1, 8 - keys.count)) + words + "\n" }.joined()
     }
 
     /// A client's declared name on one line of its own: runs of spaces made one, at most 80 characters —

@@ -181,8 +181,8 @@ struct PolicyTests {
         #expect(mallory == AuthorizationState(status: .notDetermined, accuracy: nil, reason: "not authorized yet"))
         let d = Policy.decide(.authorize(.persistent, .full), identity: Self.malloryPython, session: .init(), rules: r, grants: grants,
                               now: Self.now + 1)
-        // Always is asked for on top of When In Use: her first request for it is put to the agent as When In Use.
-        #expect(d == .ask(AgentQuestion(subject: .authorization(.whenInUse), accuracy: .full, purpose: nil, alwaysNext: true)))
+        // Always asked before any answer is one question, for Always (issue 33: not When In Use, then the upgrade).
+        #expect(d == .ask(AgentQuestion(subject: .authorization(.persistent), accuracy: .full, purpose: nil)))
     }
 
     @Test("a deny for mallory's python refuses her only: bob keeps his grant, alice's always rule still applies")

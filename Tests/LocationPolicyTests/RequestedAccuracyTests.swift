@@ -101,7 +101,7 @@ struct RequestedAccuracyTests {
         #expect(once == .grantOnce(requested, usingPreapproval: nil))
         let ask = Policy.decide(.authorize(.persistent, requested), identity: Self.client, session: .init(),
                                 rules: Self.rules(access: .ask, accuracy: .full), grants: .init(), now: Self.now)
-        #expect(ask == .ask(AgentQuestion(subject: .authorization(.whenInUse), accuracy: requested, purpose: nil, alwaysNext: true)))
+        #expect(ask == .ask(AgentQuestion(subject: .authorization(.persistent), accuracy: requested, purpose: nil)))
         let preapproved = GrantSet(preapprovals: [Preapproval(subject: .executable("/usr/bin/navit"), accuracy: .full, created: Self.now.wall)])
         let used = Policy.decide(.authorize(.once, requested), identity: Self.client, session: .init(),
                                  rules: Self.rules(access: .ask, accuracy: .full), grants: preapproved, now: Self.now)

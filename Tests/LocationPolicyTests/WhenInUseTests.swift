@@ -86,45 +86,49 @@ struct WhenInUseTests {
         #expect(decision == .ask(AgentQuestion(subject: .authorization(.whenInUse), accuracy: .full, purpose: "Shows where you are.")))
     }
 
-    @Test("Always asked before any answer is asked as When In Use; allowed, the client is When In Use, and Always is asked next as the upgrade")
-    func alwaysFirstIsWhenInUse() throws {
-        // Core Location: requestAlwaysAuthorization() while notDetermined shows the When In Use prompt
-        // (NSLocationWhenInUseUsageDescription); Always is offered on top of it.
+    @Test("Always asked before any answer is one question: allow always stores Always, allow once gives this connection only")
+    func alwaysIsOneQuestion() throws {
+        // Core Location shows the When In Use prompt first and the upgrade later: two prompts for one request,
+        // and a second left unanswered kept the program on When In Use, with nothing on a box nobody logs in
+        // to (issue 33). Here the person sees Always asked, with usage.always, once.
         let usage = UsageTexts(whenInUse: "Shows where you are.", always: "Records your trips in the background.")
         let rules = Self.rules(usage: usage)
         let first = Policy.decide(.authorize(.always, .full), identity: Self.alice, session: .init(), rules: rules, grants: GrantSet(), now: Self.time)
-        let question = AgentQuestion(subject: .authorization(.whenInUse), accuracy: .full, purpose: "Shows where you are.", alwaysNext: true)
+        let question = AgentQuestion(subject: .authorization(.always), accuracy: .full, purpose: "Records your trips in the background.")
         #expect(first == .ask(question))
+        #expect(question.remembers == .persistent)
         let stored = try #require(Policy.apply(.allowAlways(nil), to: question, identity: Self.alice, session: .init(), now: Self.time,
                                                onceLifetime: 3600, decidedBy: "agent root (uid 0)").store)
-        #expect(stored.whenInUse)
+        #expect(!stored.whenInUse && stored.allowed && stored.accuracy == .full)
         let grants = GrantSet(persistent: [stored])
-        #expect(Policy.state(Self.alice, session: .init(), rules: rules, grants: grants, now: Self.time).status == .authorizedWhenInUse)
-        let again = Policy.decide(.authorize(.always, .full), identity: Self.alice, session: .init(), rules: rules, grants: grants, now: Self.time)
-        #expect(again == .ask(AgentQuestion(subject: .authorization(.always), accuracy: .full, purpose: "Records your trips in the background.",
-                                            upgrade: true)))
-        // Asked for When In Use itself, nothing follows.
+        #expect(Policy.state(Self.alice, session: .init(), rules: rules, grants: grants, now: Self.time, userInUse: false).status == .authorizedPersistent)
+        // Allow once: this connection only, nothing stored.
+        let once = Policy.apply(.allowOnce(nil), to: question, identity: Self.alice, session: .init(), now: Self.time,
+                                onceLifetime: 3600, decidedBy: "agent root (uid 0)")
+        #expect(once.store == nil && once.session.once != nil)
+        // Asked for When In Use itself: its question remembers When In Use.
         let whenInUse = Policy.decide(.authorize(.whenInUse, .full), identity: Self.alice, session: .init(), rules: rules, grants: GrantSet(),
                                       now: Self.time)
         #expect(whenInUse == .ask(AgentQuestion(subject: .authorization(.whenInUse), accuracy: .full, purpose: "Shows where you are.")))
+        let once2 = AgentQuestion(subject: .authorization(.once), accuracy: .full, purpose: nil)
+        #expect(once2.remembers == .whenInUse)
     }
 
-    @Test("after When In Use asked for an Always request: allow always is followed by the upgrade; any other answer ends it",
-          arguments: [
-        (true, AgentAnswer.allowAlways(nil), AccuracyAuthorization.full as AccuracyAuthorization?),
-        (true, .allowAlways(.reduced), .reduced),
-        (true, .allowOnce(nil), nil),
-        (true, .allowOnceStanding(nil), nil),
-        (true, .deny, nil),
-        (false, .allowAlways(nil), nil),  // asked for When In Use itself
-    ])
-    func nextQuestion(alwaysNext: Bool, answer: AgentAnswer, upgradeAccuracy: AccuracyAuthorization?) {
-        let usage = UsageTexts(whenInUse: "Shows where you are.", always: "Records your trips in the background.")
-        let question = AgentQuestion(subject: .authorization(.whenInUse), accuracy: .full, purpose: "Shows where you are.", alwaysNext: alwaysNext)
-        let next = Policy.nextQuestion(after: question, answer: answer, identity: Self.alice, rules: Self.rules(usage: usage))
-        #expect(next == upgradeAccuracy.map {
-            AgentQuestion(subject: .authorization(.always), accuracy: $0, purpose: "Records your trips in the background.", upgrade: true)
-        })
+    @Test("When In Use outside every login session (a system service, a headless box's program) applies while it runs")
+    func outsideLoginSessions() throws {
+        let grants = GrantSet(persistent: [PersistentGrant(subject: .decision(for: Self.alice), allowed: true, accuracy: .full,
+                                                           created: Self.time.wall, decidedBy: "agent root (uid 0)", whenInUse: true)])
+        let rules = Self.rules()
+        var service = Self.alice
+        service.outsideLoginSessions = true
+        // The daemon passes `userInUse` true for it whatever logind says (`PolicyState.isInUse`).
+        let state = Policy.state(service, session: .init(), rules: rules, grants: grants, now: Self.time, userInUse: true)
+        #expect(state.status == .authorizedWhenInUse && state.accuracy == .full && state.inUse)
+        #expect(state.reason.hasSuffix("it runs outside any login session: in use while it runs"), "\(state.reason)")
+        let away = Policy.state(Self.alice, session: .init(), rules: rules, grants: grants, now: Self.time, userInUse: false)
+        #expect(away.accuracy == nil && !away.inUse)
+        #expect(away.reason.hasPrefix("When In Use, and uid \(Self.alice.uid) has no active login session") ||
+                away.reason.hasPrefix("When In Use, and \(Self.alice.user ?? "?") has no active login session"), "\(away.reason)")
     }
 
     @Test("the agent's answers: allow always to When In Use stores When In Use; to the upgrade, Always; refusing the upgrade keeps When In Use",

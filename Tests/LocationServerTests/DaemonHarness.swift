@@ -167,6 +167,7 @@ enum JSONValue: Decodable, Equatable {
     var number: Double? { if case .number(let n) = self { return n } else { return nil } }
     var bool: Bool? { if case .bool(let b) = self { return b } else { return nil } }
     var object: [String: JSONValue]? { if case .object(let o) = self { return o } else { return nil } }
+    var array: [JSONValue]? { if case .array(let a) = self { return a } else { return nil } }
 }
 
 func monotonic() -> Double {

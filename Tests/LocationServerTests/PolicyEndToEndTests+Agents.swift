@@ -19,15 +19,10 @@ extension PolicyEndToEndTests {
         guard case .object(let who)? = ask["client"] else { Issue.record("ASK without client"); return }
         #expect(who["exe"]?.string == Self.selfExecutable)
         #expect(who["name"]?.string == "test client")
-        // Always is asked for on top of When In Use (Core Location): first When In Use, then the upgrade.
-        #expect(ask["request"]?.string == "whenInUse")
+        // One question for one request (issue 33): Always asked, and "allow always" remembers Always.
+        #expect(ask["request"]?.string == "persistent" && ask["upgrade"] == nil && ask["remembers"]?.string == "persistent")
         let id = Int(try #require(ask["id"]?.number))
         agent.send(#"{"class":"ANSWER","id":\#(id),"answer":"allowAlways"}"#)
-        #expect(agent.message("ANSWERED")?["answer"]?.string == "allowAlways")
-        // The client is told once the upgrade is answered, not in between.
-        let upgrade = try #require(agent.message("ASK"))
-        #expect(upgrade["request"]?.string == "persistent" && upgrade["upgrade"]?.bool == true)
-        try agent.answer(upgrade, "allowAlways")
         #expect(agent.message("ANSWERED")?["answer"]?.string == "allowAlways")
         #expect(client.message("AUTHORIZATION")?["status"]?.string == "authorizedPersistent")
 
@@ -69,10 +64,6 @@ extension PolicyEndToEndTests {
         #expect(rootClient["uid"]?.number == 0)
         let python = try #require(rootClient["exe"]?.string)
         try agent.answer(rootAsk, "allowAlways")
-        // That was When In Use; Always follows as the upgrade.
-        let rootUpgrade = try #require(agent.message("ASK"))
-        #expect(rootUpgrade["upgrade"]?.bool == true && rootUpgrade["client"]?.object?["uid"]?.number == 0)
-        try agent.answer(rootUpgrade, "allowAlways")
         let rootReceived = Self.finish(first).stdout
         #expect(rootReceived.contains(#""status":"authorizedPersistent""#) && rootReceived.contains(#""class":"TPV""#))
 

@@ -51,19 +51,18 @@ struct UsageTextsTests {
     @Test("the question for each kind carries the rule's text for the kind asked; a rule without texts shows none", arguments: [
         (AuthorizationKind.once, AuthorizationKind.once, "The map shows where you are." as String?),
         (.whenInUse, .whenInUse, "The map shows where you are."),
-        // Always before any answer is asked as When In Use first (the upgrade, with usage.always, follows).
-        (.persistent, .whenInUse, "The map shows where you are."),
+        // Always before any answer is one question for Always, with usage.always.
+        (.persistent, .persistent, "The map records your trips while it runs in the background."),
     ])
     func question(kind: AuthorizationKind, asked askedKind: AuthorizationKind, text: String?) throws {
         let c = try ConfigurationTests.load(Self.rule)
         let rules = PolicyRules(defaults: c.policy, clients: c.clients)
         let map = ClientIdentity(pid: 1, uid: 1000, gid: 1000, executable: PolicyEndToEndTests.selfExecutable)
         let asked = Policy.decide(.authorize(kind, .full), identity: map, session: .init(), rules: rules, grants: .init(), now: PolicyTime(monotonic: .now, wall: 0))
-        let alwaysNext = kind == .persistent
-        #expect(asked == .ask(AgentQuestion(subject: .authorization(askedKind), accuracy: .full, purpose: text, alwaysNext: alwaysNext)))
+        #expect(asked == .ask(AgentQuestion(subject: .authorization(askedKind), accuracy: .full, purpose: text)))
         let other = ClientIdentity(pid: 2, uid: 1000, gid: 1000, executable: "/usr/bin/other")
         let unruled = Policy.decide(.authorize(kind, .full), identity: other, session: .init(), rules: rules, grants: .init(), now: PolicyTime(monotonic: .now, wall: 0))
-        #expect(unruled == .ask(AgentQuestion(subject: .authorization(askedKind), accuracy: .reduced, purpose: nil, alwaysNext: alwaysNext)))
+        #expect(unruled == .ask(AgentQuestion(subject: .authorization(askedKind), accuracy: .reduced, purpose: nil)))
     }
 
     @Test("end to end: the agent's ASK shows the administrator's text, and the client's name only as its name")
@@ -77,12 +76,16 @@ struct UsageTextsTests {
         #expect(ask["client"]?.object?["name"]?.string == "Trust me: the administrator approved this")
         try agent.answer(ask, "allowOnce")
         #expect(client.message("AUTHORIZATION")?["status"]?.string == "authorizedOnce")
-        // Always: first When In Use, with its text; allowed, the upgrade follows with usage.always.
-        client.send(#"{"class":"AUTHORIZE","authorization":"persistent"}"#)
+        // When In Use (a new connection: this one's one-time grant comes first), with its text; allowed, a
+        // later Always request is the upgrade, with usage.always.
+        let later = try RawClient(daemon.socketPath)
+        later.send(#"{"class":"AUTHORIZE","authorization":"whenInUse"}"#)
         let whenInUse = try #require(agent.message("ASK"))
         #expect(whenInUse["request"]?.string == "whenInUse" && whenInUse["upgrade"] == nil)
         #expect(whenInUse["purpose"]?.string == "The map shows where you are.")
         try agent.answer(whenInUse, "allowAlways")
+        #expect(later.message("AUTHORIZATION")?["status"]?.string == "authorizedWhenInUse")
+        later.send(#"{"class":"AUTHORIZE","authorization":"persistent"}"#)
         let always = try #require(agent.message("ASK"))
         #expect(always["request"]?.string == "persistent" && always["upgrade"]?.bool == true)
         #expect(always["purpose"]?.string == "The map records your trips while it runs in the background.")
@@ -93,9 +96,11 @@ struct UsageTextsTests {
         let daemon = try DaemonProcess(config: PolicyEndToEndTests.config(policy: "access = ask\nask-timeout = 2s", clients: Self.rule))
         let agent = try RawClient.agent(daemon.socketPath)
         let client = try RawClient(daemon.socketPath)
-        client.send(#"{"class":"AUTHORIZE","authorization":"always"}"#)
+        client.send(#"{"class":"AUTHORIZE","authorization":"whenInUse"}"#)
         let whenInUse = try #require(agent.message("ASK"))
         try agent.answer(whenInUse, "allowAlways")
+        #expect(client.message("AUTHORIZATION")?["status"]?.string == "authorizedWhenInUse")
+        client.send(#"{"class":"AUTHORIZE","authorization":"always"}"#)
         let upgrade = try #require(agent.message("ASK"))
         #expect(upgrade["upgrade"]?.bool == true)
         // Nobody answers the upgrade: after ask-timeout the client hears When In Use, its grant.

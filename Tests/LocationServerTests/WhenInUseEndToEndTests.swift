@@ -154,6 +154,10 @@ struct WhenInUseEndToEndTests {
         let logins = String(cString: try #require(TemporaryDirectories.mkdtemp(&template)))
         defer { _ = try? FileManager.default.removeItem(atPath: logins) }
         let shim = try LoginShim.build(in: logins)
+        // Its clients in a login session, where When In Use follows logind's word (outside every session, a
+        // program is in use while it runs: `headlessBox`).
+        let session = try LoginSessionCgroup()
+        defer { session.leave() }
         Self.setState("active", uid: 0, in: logins)
         let daemon = try DaemonProcess(config: PolicyEndToEndTests.config(policy: "access = ask\naccuracy = full"),
                                        launcher: ["env", "LD_PRELOAD=\(shim)", "LOCATIOND_TEST_LOGIN_DIR=\(logins)"])
@@ -233,6 +237,10 @@ struct WhenInUseEndToEndTests {
         let logins = String(cString: try #require(TemporaryDirectories.mkdtemp(&template)))
         defer { _ = try? FileManager.default.removeItem(atPath: logins) }
         let shim = try LoginShim.build(in: logins)
+        // Its clients in a login session, where When In Use follows logind's word (outside every session, a
+        // program is in use while it runs: `headlessBox`).
+        let session = try LoginSessionCgroup()
+        defer { session.leave() }
         Self.setState("active", uid: 0, in: logins)
         let port = try GpsdFrontEndToEndTests.freePort()
         let daemon = try DaemonProcess(config: PolicyEndToEndTests.config(policy: "access = ask\naccuracy = full"),
@@ -266,6 +274,10 @@ struct WhenInUseEndToEndTests {
         let logins = String(cString: try #require(TemporaryDirectories.mkdtemp(&template)))
         defer { _ = try? FileManager.default.removeItem(atPath: logins) }
         let shim = try LoginShim.build(in: logins)
+        // Its clients in a login session, where When In Use follows logind's word (outside every session, a
+        // program is in use while it runs: `headlessBox`).
+        let session = try LoginSessionCgroup()
+        defer { session.leave() }
         Self.setState(word, uid: 0, in: logins)
         let daemon = try DaemonProcess(config: PolicyEndToEndTests.config(policy: "access = ask\naccuracy = full"),
                                        launcher: ["env", "LD_PRELOAD=\(shim)", "LOCATIOND_TEST_LOGIN_DIR=\(logins)"])
@@ -281,5 +293,59 @@ struct WhenInUseEndToEndTests {
         #expect(always["status"]?.string == "authorizedPersistent" && always["inUse"] == nil)
         client.send(#"{"class":"WATCH"}"#)
         #expect(client.message("TPV") != nil)
+    }
+
+    @Test("a box nobody logs in to (issue 33): the agent's always to a one-time request delivers whenever the program runs; an Always request is one question")
+    func headlessBox() throws {
+        var template = Array("/tmp/locationd-logins-XXXXXX".utf8CString)
+        let logins = String(cString: try #require(TemporaryDirectories.mkdtemp(&template)))
+        defer { _ = try? FileManager.default.removeItem(atPath: logins) }
+        let shim = try LoginShim.build(in: logins)
+        // logind knows no session of the user (as on a Pi, a boat PC, a robot); the clients run outside every
+        // login session, as this test process does here (cgroup `/`), as a system service does.
+        Self.setState("offline", uid: 0, in: logins)
+        #expect(LoginSessionCgroup.ownCgroup().map { !$0.hasPrefix("/user.slice/") } == true, "the test runs outside login sessions")
+        let daemon = try DaemonProcess(config: PolicyEndToEndTests.config(policy: "access = ask\naccuracy = full\nask-timeout = 20s"),
+                                       launcher: ["env", "LD_PRELOAD=\(shim)", "LOCATIOND_TEST_LOGIN_DIR=\(logins)"])
+        let agent = try RawClient.agent(daemon.socketPath)
+        let locationctl = AuditFloodTests.locationctl
+
+        // locationctl get: a one-time request; the person answers "always" — remembered as When In Use, and the
+        // ASK said what that means for this program: whenever it runs.
+        let get = try PolicyEndToEndTests.start([locationctl, "--socket", daemon.socketPath, "get", "--timeout", "20"], in: daemon.directory)
+        let ask = try #require(agent.message("ASK", timeout: 20))
+        #expect(ask["request"]?.string == "once" && ask["remembers"]?.string == "whenInUse" && ask["inUse"]?.string == "running", "\(ask)")
+        try agent.answer(ask, "allowAlways")
+        let got = PolicyEndToEndTests.finish(get)
+        #expect(got.status == 0, "\(got)")
+        #expect(got.stdout.hasPrefix("2007-04-08 "), "a location of the capture: \(got.stdout)")
+
+        // Stored as When In Use, and it delivers: a new connection of the same program is in use while it runs;
+        // nobody is asked again (the agent here answers nothing more, and get's timeout is below ask-timeout).
+        let again = PolicyEndToEndTests.finish(try PolicyEndToEndTests.start([locationctl, "--socket", daemon.socketPath, "get", "--timeout", "10"],
+                                                                            in: daemon.directory))
+        #expect(again.status == 0 && again.stdout.hasPrefix("2007-04-08 "), "\(again)")
+        let grants = try RawClient(daemon.socketPath)
+        grants.send(#"{"class":"GRANTS"}"#)
+        let stored = try #require(grants.message("GRANTS"))
+        #expect(stored["persistent"]?.array?.first?.object?["whenInUse"]?.bool == true, "\(stored)")
+
+        // An Always request of another program (python3): one question; "always" grants Always at once.
+        let python = try PolicyEndToEndTests.pythonAllowed().python
+        let watch = try PolicyEndToEndTests.start([python, "-c", """
+            import json, socket, sys
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.connect(sys.argv[1]); f = s.makefile("rb")
+            f.readline()
+            s.sendall(b'{"class":"AUTHORIZE","authorization":"always"}\\n')
+            for line in f:
+                m = json.loads(line)
+                if m["class"] == "AUTHORIZATION":
+                    print(m["status"]); break
+            """, daemon.socketPath], in: daemon.directory)
+        let always = try #require(agent.message("ASK", timeout: 20))
+        #expect(always["request"]?.string == "persistent" && always["remembers"]?.string == "persistent" && always["upgrade"] == nil, "\(always)")
+        try agent.answer(always, "allowAlways")
+        let watched = PolicyEndToEndTests.finish(watch)
+        #expect(watched.stdout == "authorizedPersistent\n", "\(watched)")
     }
 }

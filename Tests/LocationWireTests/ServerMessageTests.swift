@@ -23,8 +23,8 @@ struct ServerMessageTests {
 
     /// The example lines of docs/PROTOCOL.md, with the values they stand for read off the page.
     static let documented: [(line: String, message: ServerMessage)] = [
-        (#"{"class":"VERSION","release":"0.1.0","proto_major":1,"proto_minor":5}"#,
-         .version(.init(release: "0.1.0", protocolMajor: 1, protocolMinor: 5))),
+        (#"{"class":"VERSION","release":"0.1.0","proto_major":1,"proto_minor":6}"#,
+         .version(.init(release: "0.1.0", protocolMajor: 1, protocolMinor: 6))),
         (#"{"class":"AUTHORIZATION","status":"authorizedOnce","accuracy":"full","reason":"one-time grant for this connection, from a standing approval","standing":true}"#,
          .authorization(.init(status: .authorizedOnce, accuracy: .full, reason: "one-time grant for this connection, from a standing approval",
                               standing: true))),

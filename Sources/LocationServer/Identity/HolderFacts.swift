@@ -22,6 +22,10 @@ struct HolderFacts: Equatable, Sendable {
     var unit: String?
     /// True when the cgroup is below `/system.slice/`, which only root's service manager populates.
     var inSystemSlice: Bool
+    /// True when its cgroup is known and not below `/user.slice/`: it runs outside every login session
+    /// (`ClientIdentity.outsideLoginSessions`). Only root's service manager places processes outside the
+    /// user slice, and a user's delegated subtree lies inside it, so a user cannot move a process out.
+    var outsideLoginSessions = false
     /// Why its load is not clean (`ProcessLoad.taint`); nil when clean.
     var taint: String?
 
@@ -38,7 +42,9 @@ struct HolderFacts: Equatable, Sendable {
         return HolderFacts(pid: pid, uids: status.uids, gid: status.gid, groups: status.groups, program: program,
                            executable: ClientIdentity.verifiedExecutable(pid: pid),
                            unit: cgroup.flatMap { ClientIdentity.unit(ofCgroup: $0) },
-                           inSystemSlice: cgroup?.hasPrefix("/system.slice/") ?? false, taint: taint)
+                           inSystemSlice: cgroup?.hasPrefix("/system.slice/") ?? false,
+                           outsideLoginSessions: cgroup.map { !($0 == "/user.slice" || $0.hasPrefix("/user.slice/")) } ?? false,
+                           taint: taint)
     }
 
     /// Whether `uid` is among its user ids: a process of that user (a daemon that dropped privileges keeps

@@ -52,6 +52,9 @@ struct HeldProgram: Equatable, Sendable {
     var interpreter: String?
     var program: String?
     var strength: IdentityStrength
+    /// Every holder runs outside login sessions (`ClientIdentity.outsideLoginSessions`); one inside makes the
+    /// connection follow its user's session.
+    var outsideLoginSessions = false
 
     /// What `holders` (every process holding the connection, the connecting one included) make of it, for a
     /// connection of user `uid`. The decision is the least any holder would get: a holder of another user
@@ -70,7 +73,8 @@ struct HeldProgram: Equatable, Sendable {
         let programs = Set(holders.map { $0.program ?? "?" })
 
         var held = HeldProgram(executable: nil, unit: nil, userUnit: nil, interpreter: nil, program: first.program,
-                               strength: .unverified(reason: "no program identified"))
+                               strength: .unverified(reason: "no program identified"),
+                               outsideLoginSessions: holders.allSatisfy(\.outsideLoginSessions))
         // The unit: the same for every holder. One below a user's own manager (`user@UID.service/NAME`) is the
         // user's to name, so it only feeds the advisory `user-unit` key.
         var systemUnit = false
@@ -139,10 +143,12 @@ extension ClientIdentity {
         interpreter = held.interpreter
         program = held.program
         strength = held.strength
+        outsideLoginSessions = held.outsideLoginSessions
     }
 
     /// The parts `HeldProgram` decides, as they are now.
     var heldProgram: HeldProgram {
-        HeldProgram(executable: executable, unit: unit, userUnit: userUnit, interpreter: interpreter, program: program, strength: strength)
+        HeldProgram(executable: executable, unit: unit, userUnit: userUnit, interpreter: interpreter, program: program, strength: strength,
+                    outsideLoginSessions: outsideLoginSessions)
     }
 }
