@@ -291,7 +291,13 @@ struct CommandExitCodeTests {
         for text in ["/usr/bin/navit", "My Navigator", "alice (uid 1000)", "pid 4242", "navit.service", "one-time access at full accuracy",
                      "temporary full accuracy", "Navigation: Turn-by-turn directions need your exact position.",
                      "[o]nce, [s]tanding once, [a]lways, [d]eny, [r]educed once, [R]educed always?", "please answer",
-                     "ANSWERED 7: allow always by root (uid 0)", "ANSWERED 8: deny by root (uid 0)"] {
+                     "ANSWERED 7: allow always by root (uid 0)", "ANSWERED 8: deny by root (uid 0)",
+                     // What each answer does, in plain words (issue 33): navit.service, a system service, is in use
+                     // whenever it runs; temporary full accuracy stores nothing.
+                     "    o       this connection only\n",
+                     "    a       remembered: whenever it runs (When In Use; it runs outside every login session)\n",
+                     "    d       refused, and remembered: not asked again\n",
+                     "    o s a   full accuracy for this connection\n"] {
             #expect(out.contains(text), "missing \(text) in \(out)")
         }
     }
