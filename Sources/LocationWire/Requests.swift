@@ -11,7 +11,10 @@ public enum ProtocolVersion {
     /// 5: `identified` in a client's description (`ASK.client`, `AUDIT` events, `GRANTS`' `once[]`): how
     /// sure the daemon is of who the client is; `SHARE`'s `discard` (the uplinks' spooled reports dropped with
     /// the switch turned off; while off, the spool holds what it has instead of sending it).
-    public static let minor = 5
+    /// 6: `STATE`'s `waiting` and `nextReportIn`: an authorized watcher that gets nothing for now is told why
+    /// (reduced accuracy between paced reports, When In Use without an active session) and when the next
+    /// report is due; a `STATE` now also follows each paced reduced report.
+    public static let minor = 6
     /// The largest request line accepted, bytes (newline excluded).
     public static let maximumRequestLength = 16 * 1024
     /// The largest WATCH `minInterval`, seconds (one day): longer waits are a POLL's or a reconnection's.
