@@ -11,7 +11,7 @@ struct ServerMessageEncodingTests {
     @Test("the daemon's functions write the protocol page's lines")
     func documentedBytes() {
         #expect(Self.text(ServerMessage.version(release: "0.1.0")) ==
-                #"{"class":"VERSION","release":"0.1.0","proto_major":1,"proto_minor":5}"# + "\n")
+                #"{"class":"VERSION","release":"0.1.0","proto_major":1,"proto_minor":6}"# + "\n")
         #expect(Self.text(ServerMessage.error(request: "POLL", message: "no fix within 10 s")) ==
                 #"{"class":"ERROR","request":"POLL","message":"no fix within 10 s"}"# + "\n")
         #expect(Self.text(ServerMessage.state(fix: false, reason: "no receiver has a fix")) ==

@@ -23,8 +23,8 @@ struct ServerMessageTests {
 
     /// The example lines of docs/PROTOCOL.md, with the values they stand for read off the page.
     static let documented: [(line: String, message: ServerMessage)] = [
-        (#"{"class":"VERSION","release":"0.1.0","proto_major":1,"proto_minor":5}"#,
-         .version(.init(release: "0.1.0", protocolMajor: 1, protocolMinor: 5))),
+        (#"{"class":"VERSION","release":"0.1.0","proto_major":1,"proto_minor":6}"#,
+         .version(.init(release: "0.1.0", protocolMajor: 1, protocolMinor: 6))),
         (#"{"class":"AUTHORIZATION","status":"authorizedOnce","accuracy":"full","reason":"one-time grant for this connection, from a standing approval","standing":true}"#,
          .authorization(.init(status: .authorizedOnce, accuracy: .full, reason: "one-time grant for this connection, from a standing approval",
                               standing: true))),
@@ -48,6 +48,11 @@ struct ServerMessageTests {
                   lastRejection: .init(rule: "check-date", reason: "fix dated 2020-07-11 rejected: check-date; set check-date = no for captures"))]))),
         (#"{"class":"STATE","fix":false,"reason":"no receiver has a fix"}"#, .state(.init(fix: false, reason: "no receiver has a fix"))),
         (#"{"class":"STATE","fix":true}"#, .state(.init(fix: true))),
+        (#"{"class":"STATE","fix":false,"reason":"reduced accuracy: the next report is due in 14 min 58 s","waiting":"accuracyLimited","nextReportIn":898}"#,
+         .state(.init(fix: false, reason: "reduced accuracy: the next report is due in 14 min 58 s", waiting: "accuracyLimited", nextReportIn: 898))),
+        (#"{"class":"STATE","fix":false,"reason":"When In Use, and the user has no active login session: nothing is sent until one is active","waiting":"insufficientlyInUse"}"#,
+         .state(.init(fix: false, reason: "When In Use, and the user has no active login session: nothing is sent until one is active",
+                      waiting: "insufficientlyInUse"))),
         (#"{"class":"ERROR","request":"WATCH","message":"minInterval must be a number of seconds ≥ 0"}"#,
          .error(.init(request: "WATCH", message: "minInterval must be a number of seconds ≥ 0"))),
         (#"{"class":"AUTHORIZATION","status":"authorizedOnce","accuracy":"full","reason":"one-time grant for this connection"}"#,
