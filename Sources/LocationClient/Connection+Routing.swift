@@ -121,6 +121,11 @@ extension Connection {
             location = tpv.location(json: line.text)
             if location == nil && tpv.mode != .noFix { return }  // 2D/3D without a position: nothing to say
             fix = location != nil
+        case .state(let reply)? where reply.waiting != nil:
+            // Not a change of the fix: why nothing comes for now, each time the daemon says it.
+            let continuation = state.withLock { $0.watcher?.continuation }
+            continuation?.yield(.waiting(Waiting(reply, waiting: reply.waiting ?? "", json: line.text)))
+            return
         case .state(let reply)?:
             replyClass = "STATE"
             fix = reply.fix

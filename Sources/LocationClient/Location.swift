@@ -1,4 +1,5 @@
 import LocationCore
+import LocationWire
 
 /// One location report: a `TPV` object with a position (docs/PROTOCOL.md "TPV"), under Core Location's
 /// names (`CLLocation`).
@@ -95,4 +96,47 @@ public enum LocationUpdate: Hashable, Sendable {
     /// The satellites and DOPs of the location just delivered (a `SKY` object), when the subscription asked for
     /// them (`updates(satellites: true)`) and the client sees full accuracy.
     case satellites(SatelliteView)
+    /// Authorized, but no location for now, and why and until when: a `STATE` with `waiting` (protocol 1.6) —
+    /// reduced accuracy between paced reports, or When In Use while the user has no active login session. Says
+    /// nothing about the fix (Core Location's `CLLocationUpdate.accuracyLimited`, `insufficientlyInUse`).
+    case waiting(Waiting)
+}
+
+/// Why a subscription gets no location for now (`LocationUpdate.waiting`; docs/PROTOCOL.md "STATE").
+public struct Waiting: Hashable, Sendable {
+    /// The cause, as the daemon named it in `STATE.waiting`.
+    public enum Cause: Hashable, Sendable {
+        /// Reduced accuracy: between two paced reports (`accuracyLimited`).
+        case accuracyLimited
+        /// When In Use while the user has no active login session: nothing until one is active (`insufficientlyInUse`).
+        case insufficientlyInUse
+        /// A cause a newer daemon added, as it spelled it.
+        case other(String)
+    }
+
+    public var cause: Cause
+    /// The daemon's words, e.g. `"reduced accuracy: the next report is due in 14 min 58 s"` (`STATE.reason`).
+    public var reason: String?
+    /// Seconds until the next report is due, counted from the message (`STATE.nextReportIn`); nil when not known
+    /// (not in use: until the user's session is active).
+    public var nextReportIn: Double?
+    /// The `STATE` object as received.
+    public var json: String?
+
+    /// Makes the value; each parameter is the property of the same name.
+    public init(cause: Cause, reason: String? = nil, nextReportIn: Double? = nil, json: String? = nil) {
+        self.cause = cause
+        self.reason = reason
+        self.nextReportIn = nextReportIn
+        self.json = json
+    }
+
+    init(_ state: ServerMessage.State, waiting: String, json: String?) {
+        let cause: Cause = switch waiting {
+        case ServerMessage.State.accuracyLimited: .accuracyLimited
+        case ServerMessage.State.insufficientlyInUse: .insufficientlyInUse
+        default: .other(waiting)
+        }
+        self.init(cause: cause, reason: state.reason, nextReportIn: state.nextReportIn, json: json)
+    }
 }

@@ -113,7 +113,9 @@ public final class LocationClient: Sendable {
     ///
     /// The daemon sends the latest known fix at once when it has one, then new ones as they come,
     /// filtered by `minInterval` and `distanceFilter`. Fix-state changes arrive as `.state`: from the
-    /// daemon's `STATE` objects, or a `TPV` without a fix (mode 1); only changes are reported.
+    /// daemon's `STATE` objects, or a `TPV` without a fix (mode 1); only changes are reported. When nothing
+    /// comes for now though the client is authorized (reduced accuracy between paced reports, When In Use
+    /// without an active session), `.waiting` says why and until when.
     /// Authorization changes the daemon announces unasked (a grant revoked or expired) arrive as
     /// `.authorization`; ask for authorization first (`requestAuthorization`), since the daemon refuses
     /// a subscription without it (the sequence then yields the status and throws). A

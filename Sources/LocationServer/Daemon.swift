@@ -30,6 +30,13 @@ struct ReceiverSetReports: ReceiverStatusProvider {
                                   lastRejection: s.lastRejection.map { .init(rule: $0.rule, reason: $0.reason) })
         }
     }
+
+    func currentRejections() -> [(receiver: String, rejection: ServerMessage.Status.Rejection)] {
+        set.statuses.compactMap { s in
+            guard s.isConnected, let r = s.rejecting else { return nil }
+            return (s.name, .init(rule: r.rule, reason: r.reason))
+        }
+    }
 }
 
 /// Why the daemon could not start.

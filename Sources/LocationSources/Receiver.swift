@@ -53,6 +53,9 @@ public struct ReceiverStatus: Hashable, Sendable {
     public var rejectedFixes: [String: Int] = [:]
     /// The last of them, with its reason; nil when there was none.
     public var lastRejection: FixRejection?
+    /// The rejection of its last fix with a position, while it is connected; nil when that fix was published (or
+    /// none came since it connected): why it gives no fix now.
+    public var rejecting: FixRejection?
     /// Fix time of the last fix with a position.
     public var lastFixTime: UTCTime?
     /// Configured priority.

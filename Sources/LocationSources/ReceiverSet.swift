@@ -264,13 +264,18 @@ public final class ReceiverSet: Sendable {
                     s.slots[slot].lastRule = rejection?.rule
                 }
                 guard let fix = vetted else {
-                    publish(.none, updating: name) { $0.implausibleFixes += 1; $0.reject(rejection) }
+                    publish(.none, updating: name) {
+                        $0.implausibleFixes += 1
+                        $0.reject(rejection)
+                        if received.hasPosition { $0.rejecting = rejection }
+                    }
                     return (.none, nil, rejected, rejected == nil ? nil : s.handler)
                 }
                 action = s.selector.fix(fix, from: name, now: now)
                 publish(action, updating: name) {
                     if !findings.isEmpty { $0.implausibleFixes += 1 }
                     $0.reject(rejection)
+                    if received.hasPosition { $0.rejecting = rejection }
                     guard fix.hasPosition else { return }
                     $0.fixes += 1
                     $0.lastFixTime = fix.time
@@ -284,6 +289,7 @@ public final class ReceiverSet: Sendable {
                 action = s.selector.connection(name, connected: changed.isConnected, now: now)
                 publish(action, updating: name) {
                     $0.state = changed.state
+                    if !changed.isConnected { $0.rejecting = nil }
                     $0.speed = changed.speed
                     $0.connectedSince = changed.connectedSince
                     $0.device = changed.device

@@ -20,9 +20,10 @@ extension ServerMessage {
                                   satellites: satellites ? true : nil)).encoded()
     }
 
-    /// `STATE`: the fix was lost (with the reason) or came back.
-    public static func state(fix: Bool, reason: String?) -> [UInt8] {
-        ServerMessage.state(State(fix: fix, reason: reason)).encoded()
+    /// `STATE`: the fix was lost (with the reason) or came back; with `waiting`, why nothing comes for now
+    /// (`State.accuracyLimited`, `State.insufficientlyInUse`); `nextReportIn` in seconds (docs/PROTOCOL.md "STATE").
+    public static func state(fix: Bool, reason: String?, waiting: String? = nil, nextReportIn: Double? = nil) -> [UInt8] {
+        ServerMessage.state(State(fix: fix, reason: reason, waiting: waiting, nextReportIn: nextReportIn)).encoded()
     }
 
     /// `POLL` reply wrapping one TPV line as `GPSDEncoder.appendTPV` wrote it (the fan-out's fast path;

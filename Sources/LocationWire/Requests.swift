@@ -14,6 +14,9 @@ public enum ProtocolVersion {
     /// 6: `ASK.remembers` (what "allow always" stores) and `ASK.inUse` (what in use means for the client:
     /// `activeSession`, or `running` outside every login session); an Always request is one question
     /// (`request` `persistent`), where 1.4–1.5 asked When In Use and then the upgrade.
+    /// Also 6: `STATE`'s `waiting` and `nextReportIn`: an authorized watcher that gets nothing for now is told why
+    /// (reduced accuracy between paced reports, When In Use without an active session) and when the next
+    /// report is due; a `STATE` now also follows each paced reduced report.
     public static let minor = 6
     /// The largest request line accepted, bytes (newline excluded).
     public static let maximumRequestLength = 16 * 1024

@@ -54,7 +54,8 @@ extension ServerMessage {
             return .watch(Watch(enable: try m.bool("enable"), minInterval: try m.number("minInterval"),
                                 distanceFilter: try m.number("distanceFilter"), satellites: try m.bool("satellites")))
         case "STATE":
-            return .state(State(fix: try m.required(m.bool("fix"), "fix"), reason: try m.string("reason")))
+            return .state(State(fix: try m.required(m.bool("fix"), "fix"), reason: try m.string("reason"), waiting: try m.string("waiting"),
+                                nextReportIn: try m.number("nextReportIn")))
         case "POLL":
             return .poll(Poll(tpv: try m.objects("tpv").map { reader throws(ServerMessageError) in try TPV(reader) }))
         case "TPV":

@@ -115,18 +115,35 @@ public enum ServerMessage: Equatable, Sendable {
         }
     }
 
-    /// `STATE`: the fix was lost (with the reason) or came back.
+    /// `STATE`: the fix was lost (with the reason) or came back; or, with `waiting`, why an authorized
+    /// watcher gets no location for now and until when (docs/PROTOCOL.md "STATE").
     public struct State: Equatable, Sendable {
-        /// True when there is a fix again (`fix`).
+        /// True when there is a fix again (`fix`). With `waiting`: only what the client's messages last told
+        /// it (true after a report; false before any, or after a no-fix notice) — never news of the fix.
         public var fix: Bool
-        /// Why there is none, e.g. `"no receiver has a fix"` (`reason`).
+        /// Why there is none, e.g. `"no receiver has a fix"`, or why nothing comes (`reason`).
         public var reason: String?
+        /// Present when the client is authorized and watching but gets no location for now for another cause
+        /// than a lost fix, in Core Location's words (`CLLocationUpdate`): `accuracyLimited` (reduced
+        /// accuracy, between two paced reports) or `insufficientlyInUse` (When In Use while its user has no
+        /// active login session); a newer daemon may add causes (`waiting`; protocol 1.6).
+        public var waiting: String?
+        /// Seconds until a reduced-accuracy client's next report is due, whole, rounded up, counted from this
+        /// message — the figure a `POLL`'s `ERROR` gives (`nextReportIn`; protocol 1.6).
+        public var nextReportIn: Double?
 
         /// Makes the value; each parameter is the property of the same name (units there).
-        public init(fix: Bool, reason: String? = nil) {
+        public init(fix: Bool, reason: String? = nil, waiting: String? = nil, nextReportIn: Double? = nil) {
             self.fix = fix
             self.reason = reason
+            self.waiting = waiting
+            self.nextReportIn = nextReportIn
         }
+
+        /// `waiting`: reduced accuracy, between paced reports (Core Location's `accuracyLimited`).
+        public static let accuracyLimited = "accuracyLimited"
+        /// `waiting`: When In Use while the user has no active login session (Core Location's `insufficientlyInUse`).
+        public static let insufficientlyInUse = "insufficientlyInUse"
     }
 
     /// `POLL` reply: the first fix after the request, in a one-element `tpv` array.
@@ -329,6 +346,8 @@ extension ServerMessage {
         case .state(let s):
             w.field("fix", s.fix)
             w.field("reason", s.reason)
+            w.field("waiting", s.waiting)
+            w.field("nextReportIn", s.nextReportIn)
         case .poll(let poll):
             w.objects("tpv", poll.tpv) { $0.writeMembers(to: &$1) }
         case .tpv, .sky, .agent:

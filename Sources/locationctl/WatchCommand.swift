@@ -1,4 +1,5 @@
 import LocationClient
+import LocationCore
 import LocationWire
 
 /// `locationctl watch`: subscribe and print locations as they come.
@@ -16,14 +17,18 @@ enum WatchCommand {
         (UTC time, latitude and longitude in degrees, horizontal accuracy in metres — the radius of 68 %
         confidence —, speed, course over
         ground in degrees true; values the daemon does not know are left out), and a line when the fix
-        is lost ("fix lost: REASON") or comes back ("fix acquired"), and when the daemon changes this
-        client's authorization ("authorization: notDetermined (REASON)"). Runs until interrupted, or
-        until the authorization is lost.
+        is lost ("fix lost: REASON", "no fix: REASON" before the first, e.g. "no fix: fixes rejected:
+        gnss0: fix dated 2020-07-11 rejected: check-date; ...") or comes back ("fix acquired"), and when
+        the daemon changes this client's authorization ("authorization: notDetermined (REASON)").
+        While the daemon sends nothing for now, a line says why and until when, at the start and after
+        each paced report: "waiting: reduced accuracy, next location in 14 min 58 s" (reduced accuracy
+        gets a location every reduced-interval), "waiting: When In Use, and you have no active login
+        session; nothing until one is active". Runs until interrupted, or until the authorization is lost.
 
         options:
           --count N              exit after N locations
           --json                 print the TPV objects exactly as received, one per line (and STATE
-                                 objects for fix changes) instead
+                                 objects for fix changes and waits) instead
           --satellites           after each location, a line with the satellites used and in view and
                                  the DOPs ("satellites: 25 used of 43, hdop 0.56"; with --json, the SKY
                                  object); full accuracy only
@@ -99,10 +104,12 @@ enum WatchCommand {
                         line = (hadFix ? "fix lost" : "no fix") + (reason.map { ": \($0)" } ?? "")
                     }
                     hadFix = hadFix || fix
+                case .waiting(let waiting):
+                    line = json ? (waiting.json ?? "") : waitingLine(waiting)
                 case .satellites(let view):
                     line = json ? (view.json ?? "") : "satellites: \(view.used.map(String.init) ?? "?") used of "
                         + "\(view.visible ?? view.satellites.count)" + (view.dop.horizontal.map { ", hdop \($0)" } ?? "")
-                                case .authorization(let change):
+                case .authorization(let change):
                     line = json ? (change.json ?? "") : "authorization: \(describe(change))" + (change.reason.map { " (\($0))" } ?? "")
                     guard change.isAuthorized else {
                         guard writeStandardOutput(line + "\n") else { return .ioError }
@@ -117,6 +124,20 @@ enum WatchCommand {
             return .ok
         } catch {
             return clientFailure("watch", error)
+        }
+    }
+
+    /// A `waiting` line in plain words, with until when: "waiting: reduced accuracy, next location in 14 min 58 s".
+    static func waitingLine(_ waiting: Waiting) -> String {
+        switch waiting.cause {
+        case .accuracyLimited:
+            guard let seconds = waiting.nextReportIn else { return "waiting: reduced accuracy" + (waiting.reason.map { " (\($0))" } ?? "") }
+            let whole = Int(seconds.rounded(.up))
+            return "waiting: reduced accuracy, next location " + (whole > 0 ? "in \(DurationText.minutesAndSeconds(whole))" : "with the next fix")
+        case .insufficientlyInUse:
+            return "waiting: When In Use, and you have no active login session; nothing until one is active"
+        case .other(let cause):
+            return "waiting: " + (waiting.reason ?? cause)
         }
     }
 }

@@ -22,7 +22,7 @@ struct ReducedRegainTests {
             var out: [Delivery] = []
             p.publish(fix, at: P.moment(t), into: &out)
             if !P.reports(out).isEmpty { sent.append(t) }
-            for case .fixState(1, false) in out { told.append(t) }
+            for case .silence(1, .noFix) in out { told.append(t) }   // a reduced client's loss notice (`SilenceTests`)
         }
         publish(P.positioned[0], at: 1)
         for t in 2...regainedSecond { publish(P.fixes[0], at: Double(t)) }   // lost; told when due, at 10

@@ -32,6 +32,9 @@ struct Connection {
     private(set) var speaksGpsd = false
     /// The native client's `WATCH` asked for `satellites`: a `SKY` follows each full-accuracy report.
     var wantsSatellites = false
+    /// The reason of the last `STATE` without a fix sent to this native client; nil after one with a fix: a new
+    /// reason is told once, not each epoch (`ServerState.deliver`).
+    var noFixReasonTold: String?
 
     /// The inode of the socket at the other end, whose holders are checked again while it lives (`HolderRecheck`).
     var peerInode: UInt64? { handles.peerInode }

@@ -38,6 +38,14 @@ public struct ServerLimits: Sendable {
 /// the receivers themselves.
 public protocol ReceiverStatusProvider: Sendable {
     func receiverReports() -> [ReceiverReport]
+    /// The connected receivers whose last fix with a position a plausibility rule rejected (docs/RECEIVERS.md "Bad
+    /// receivers"), with that rejection's rule and reason: why there is no fix now (`STATE`'s reason).
+    func currentRejections() -> [(receiver: String, rejection: ServerMessage.Status.Rejection)]
+}
+
+extension ReceiverStatusProvider {
+    /// None: a provider that does not judge fixes.
+    public func currentRejections() -> [(receiver: String, rejection: ServerMessage.Status.Rejection)] { [] }
 }
 
 /// The native front: the locationd protocol on a Unix socket (docs/PROTOCOL.md). It accepts clients,

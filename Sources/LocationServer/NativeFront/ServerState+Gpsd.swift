@@ -127,7 +127,12 @@ extension ServerState {
         var out = publisher.startWatching(id, minInterval: .zero, distanceFilter: 0, state: state, at: now)
         // No fix yet: gpsd sends nothing until the receiver's next epoch says so (with its time); a bare `mode` 1 TPV
         // first made python's gps show a time of NaN.
-        out.removeAll { if case .fixState(id, false) = $0 { true } else { false } }
+        out.removeAll {
+            switch $0 {
+            case .fixState(id, false), .silence(id, .noFix): true
+            default: false
+            }
+        }
         deliver(out, at: now.wall)
     }
 
@@ -167,6 +172,16 @@ extension ServerState {
             case (true, true): send(at: index, id, shapes.skyAndTPV + shapes.nmea, isLocation: true, gpsd: true)
             case (false, false): break
             }
+        case .silence(let id, .noFix):
+            // A reduced watcher's no-fix notice: gpsd says "no fix" with a `mode` 1 TPV, and has no word for when the
+            // next report is due.
+            connections[id]?.gpsd?.lastTPV = []
+            connections[id]?.gpsd?.lastSKY = []
+            gpsdTell(id, gpsdFront.noFixTPV(device: gpsdDefaultDevice(seesState: true)))
+        case .silence:
+            // Reduced between paced reports, When In Use without a session: gpsd's protocol has no message for "nothing
+            // for now, until then" (a `mode` 1 TPV would say the fix was lost); the blind watchers get gpsd's no-fix TPVs.
+            break
         case let .fixState(id, fix):
             if !fix {
                 connections[id]?.gpsd?.lastTPV = []

@@ -267,57 +267,6 @@ struct ServerState {
         deliveries = out
     }
 
-    /// Turns the Publisher's decisions into messages.
-    mutating func deliver(_ deliveries: [Delivery], at wall: Double) {
-        var noFixReason: String?
-        for delivery in deliveries {
-            if case .audit(let event) = delivery {
-                context.store.record(event, at: wall)
-                continue
-            }
-            // Looked up once, by index, and read in place: `connections[id]?.gpsd` would copy the whole
-            // connection for every client and fix.
-            var wantsSatellites = false
-            guard let id = delivery.client, let index = connections.index(forKey: id) else { continue }
-            if Self.speaksGpsd(&connections.values[index]) {
-                gpsdDeliver(delivery, at: wall)
-                continue
-            }
-            wantsSatellites = Self.wantsSatellites(&connections.values[index])
-            switch delivery {
-            case let .report(id, accuracy):
-                send(at: index, id, accuracy == .full && wantsSatellites ? publisher.fullReportWithSatellites() : publisher.reportBytes(accuracy),
-                     isLocation: true)
-            case let .pollReply(id, accuracy):
-                send(id, ServerMessage.poll(tpv: publisher.reportBytes(accuracy)))
-            case let .fixState(id, fix):
-                if !fix, noFixReason == nil { noFixReason = self.noFixReason() }
-                send(id, ServerMessage.state(fix: fix, reason: fix ? nil : noFixReason))
-            case let .noFixEpoch(id, lost):
-                // STATE is a change of state: the first no-fix says it, the later epochs add nothing here.
-                guard lost else { break }
-                if noFixReason == nil { noFixReason = self.noFixReason() }
-                send(id, ServerMessage.state(fix: false, reason: noFixReason))
-            case let .authorization(id, state):
-                send(id, ServerMessage.authorization(status: state.status, accuracy: state.accuracy, reason: state.reason, standing: state.standing, inUse: state.inUse))
-            case let .watchEnded(id, state):
-                send(id, ServerMessage.error(request: "WATCH", message: "not authorized: \(state.reason)"))
-            case .audit:
-                break
-            }
-        }
-    }
-
-    /// Why there is no fix, from the receivers' snapshot.
-    func noFixReason() -> String {
-        let reports = context.receivers.receiverReports()
-        if reports.isEmpty { return "no receiver is configured" }
-        if reports.allSatisfy({ $0.state != "connected" }) {
-            return "receivers unavailable: " + reports.map { "\($0.name): \($0.reason ?? $0.state ?? "?")" }.joined(separator: "; ")
-        }
-        return "no receiver has a fix"
-    }
-
     // MARK: - Timers and completions
 
     mutating func handle(_ event: ServerEvent, at now: Moment) {

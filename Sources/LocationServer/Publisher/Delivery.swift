@@ -24,6 +24,22 @@ enum Delivery: Sendable {
     indirect case watchEnded(to: Int, AuthorizationState)
     /// An audit record to write (first delivery under a grant).
     indirect case audit(AuditEvent)
+    /// `STATE` with `waiting` or `nextReportIn`: an authorized watcher gets no location for now, and is told why and
+    /// until when (issue 33, "every silence explained").
+    indirect case silence(to: Int, Silence)
+}
+
+/// Why an authorized watcher gets nothing for now (`Delivery.silence`; docs/PROTOCOL.md "STATE").
+enum Silence: Sendable, Equatable {
+    /// When In Use while the client's user has no active login session: nothing until one is active; `reason` is the
+    /// policy's (`AuthorizationState.reason`).
+    case notInUse(reason: String)
+    /// Reduced accuracy between two paced reports: the next is due in `nextReportIn` (`ReducedPacing.timeUntilDue`,
+    /// the figure a POLL is told); `fix` is what the client was last told (true after a report), never news.
+    case paced(nextReportIn: Duration, fix: Bool)
+    /// Reduced accuracy, a report was due and there was no fix (a notice, which used the cadence's slot): the fix's
+    /// return shows no sooner than `nextReportIn` from now.
+    case noFix(nextReportIn: Duration)
 }
 
 /// One audit record: who, what was asked, the outcome and why (docs/PROTOCOL.md "AUDIT").
@@ -44,7 +60,7 @@ extension Delivery {
     var client: Int? {
         switch self {
         case .report(let id, _), .pollReply(let id, _), .fixState(let id, _), .noFixEpoch(let id, _),
-             .authorization(let id, _), .watchEnded(let id, _): return id
+             .authorization(let id, _), .watchEnded(let id, _), .silence(let id, _): return id
         case .audit: return nil
         }
     }

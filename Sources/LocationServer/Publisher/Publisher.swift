@@ -128,9 +128,13 @@ struct Publisher {
                 return
             }
         }
-        // A When-In-Use client streaming is told when its user's session comes and goes, asked or not.
+        // A When-In-Use client streaming is told when its user's session comes and goes, asked or not; a watcher
+        // that now gets nothing, also why (`STATE`), once per change.
         let told = subscriber.announced != nil || (subscriber.wantsReports && state.status == .authorizedWhenInUse)
-        if told, let delivery = announce(id, state) { out.append(delivery) }
+        if told, let delivery = announce(id, state) {
+            out.append(delivery)
+            if subscriber.watching, state.status.isAuthorized, !state.inUse { out.append(.silence(to: id, .notInUse(reason: state.reason))) }
+        }
     }
 
     /// Records whether `uid`'s user has an active login session (`PolicyState.setUser`); true when that changed.
@@ -148,7 +152,8 @@ struct Publisher {
     // MARK: - Requests
 
     /// WATCH with `enable` true, for a client already found authorized (`state`): starts streaming with
-    /// the filters given, and hands it the latest report at once (or tells it there is no fix).
+    /// the filters given, and hands it the latest report at once, or tells it why not (no fix, reduced accuracy
+    /// between paced reports, When In Use without an active session) and until when.
     mutating func startWatching(_ id: Int, minInterval: Duration, distanceFilter: Double, state: AuthorizationState,
                                 at now: Moment) -> [Delivery] {
         guard let index = subscribers.slot(of: id) else { return [] }
@@ -156,13 +161,23 @@ struct Publisher {
         subscribers[slot: index].filter = DeliveryFilter(minInterval: minInterval, distanceFilter: distanceFilter)
         subscribers[slot: index].toldFix = nil
         var out: [Delivery] = []
-        guard let latest, latest.hasPosition else {
-            if tellFixLost(index, at: now, into: &out) { pacing.recordNotice(now: now.monotonic, interval: reducedInterval) }
+        // When In Use without an active session: watching, but nothing is sent until the session is active; it is
+        // told so, whatever the fix (it may know nothing of it).
+        guard let accuracy = state.accuracy else {
+            if state.status.isAuthorized, !state.inUse { out.append(.silence(to: id, .notInUse(reason: state.reason))) }
             return out
         }
-        // When In Use without an active session: watching, but nothing is sent until the session is active.
-        guard let accuracy = state.accuracy else { return out }
-        guard ensureReport(accuracy, wall: now.wall), paced(index, accuracy, now: now) else { return out }
+        guard let latest, latest.hasPosition else {
+            // Reduced and not due: nothing may be told of the fix, only when the next report is due.
+            if !tellFixLost(index, at: now, into: &out), accuracy == .reduced { out.append(pacedSilence(index, at: now)) }
+            return out
+        }
+        guard ensureReport(accuracy, wall: now.wall) else { return out }
+        // Reduced between two paced reports: told when the next is due (never "no fix": there is one, or not).
+        guard paced(index, accuracy, now: now) else {
+            out.append(pacedSilence(index, at: now))
+            return out
+        }
         let startsSlot = accuracy == .reduced && pacing.startsSlot(report: report.serial, now: now.monotonic, interval: reducedInterval)
         stream(index, accuracy, at: now, into: &out)
         // A reduced report that uses a new slot of the cadence goes to every reduced client, of every user, as a
@@ -206,13 +221,6 @@ struct Publisher {
         return poll
     }
 
-    /// How long until the reduced cadence lets client `id` have its next report (zero: due now): the same for every
-    /// client — the next slot of the one grid (`ReducedPacing.timeUntilDue`); no fix state, no fix timing.
-    func reducedReportDue(of id: Int, at now: Moment) -> Duration {
-        guard subscribers[id] != nil else { return .zero }
-        return pacing.timeUntilDue(now: now.monotonic, interval: reducedInterval)
-    }
-
     /// A POLL's timeout passed: true when it was still waiting (the client is told no fix came). To a reduced client
     /// whose report is due, that is a notice, which uses the cadence's slot — with a fix or without: whether a timed-out
     /// POLL counted must not tell the fix's state (a helper attacking the daemon probed it with POLLs shorter than an
@@ -226,13 +234,6 @@ struct Publisher {
             pacing.recordNotice(now: now.monotonic, interval: reducedInterval)
         }
         return true
-    }
-
-    /// How long a reduced client's POLL waits, whatever timeout it asked for (at least the time until its report is
-    /// due, or it is refused): until `ReducedPacing.window` after that. Answered by the first epoch with a fix then,
-    /// or told "no fix" at that moment of the cadence — never at the moment the fix came back or went.
-    func reducedPollWait(of id: Int, at now: Moment) -> Duration {
-        reducedReportDue(of: id, at: now) + ReducedPacing.window
     }
 
     /// Drops every POLL the client at `index` has waiting.
@@ -341,7 +342,10 @@ struct Publisher {
         subscribers[slot: index].toldFix = true
         out.append(.report(to: subscribers.entries[index].id, accuracy))
         noteDelivery(index, accuracy, at: now, into: &out)
+        // After each paced report, when the next is due: once a slot, not per fix.
+        if accuracy == .reduced { out.append(pacedSilence(index, at: now)) }
     }
+
 
     /// Paces reduced accuracy, and audits the first delivery under each authorization.
     private mutating func noteDelivery(_ index: Int, _ accuracy: AccuracyAuthorization, at now: Moment,
@@ -365,11 +369,20 @@ struct Publisher {
     /// no longer authorized) not at all (a helper attacking the daemon learned when the receiver lost its fix).
     /// Returns whether the client is reduced and due — the slot is then a notice (`ReducedPacing.recordNotice`),
     /// told or not (one told already must not leave the slot free for the fix's return).
+    /// A reduced client is told when the fix's return may show: the notice is recorded first, and the next slot is then
+    /// `nextReportIn` away.
     private mutating func tellFixLost(_ index: Int, due: Bool? = nil, at now: Moment, into out: inout [Delivery]) -> Bool {
         guard let accuracy = authorizedAccuracy(index, at: now) else { return false }
         let due = accuracy == .reduced && (due ?? pacing.isDue(now: now.monotonic, interval: reducedInterval))
         if accuracy == .reduced, !due { return false }
-        if subscribers.entries[index].toldFix != false { tellFix(index, false, into: &out) }
+        guard subscribers.entries[index].toldFix != false else { return due }
+        guard accuracy == .reduced else {
+            tellFix(index, false, into: &out)
+            return due
+        }
+        pacing.recordNotice(now: now.monotonic, interval: reducedInterval)
+        subscribers[slot: index].toldFix = false
+        out.append(.silence(to: subscribers.entries[index].id, .noFix(nextReportIn: pacing.timeUntilDue(now: now.monotonic, interval: reducedInterval))))
         return due
     }
 
@@ -381,13 +394,6 @@ struct Publisher {
         subscribers[slot: index].toldFix = false
         out.append(.noFixEpoch(to: subscribers.entries[index].id, lost: lost))
         return false
-    }
-
-    /// What a client may know of the fix's mode (STATUS): all of it at full accuracy; at reduced, what its
-    /// paced messages told it — 2D with a fix, none without, nothing before any.
-    mutating func modeShown(to id: Int, accuracy: AccuracyAuthorization) -> FixMode? {
-        guard accuracy == .reduced else { return latest?.mode ?? .noFix }
-        return subscribers[id]?.toldFix.map { $0 ? .twoDimensional : .noFix }
     }
 
     /// STATE to the client at `index` when it differs from what it was last told.

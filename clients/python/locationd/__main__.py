@@ -3,6 +3,7 @@ commands, with its exit codes (sysexits.h)."""
 
 import argparse
 import json
+import math
 import sys
 
 from . import (DaemonError, DaemonUnavailable, LocationManager, NoFix, NotAuthorized, Paced,
@@ -82,6 +83,20 @@ def _get(manager, options):
     return EXIT_OK
 
 
+def waiting_line(state):
+    """A waiting ``FixState`` in plain words, with until when (as ``locationctl watch`` prints it)."""
+    if state.waiting == "accuracyLimited" and state.next_report_in is not None:
+        seconds = int(math.ceil(state.next_report_in))
+        if seconds <= 0:
+            return "waiting: reduced accuracy, next location with the next fix"
+        hours, minutes, rest = seconds // 3600, seconds // 60 % 60, seconds % 60
+        text = "%d h %d min %d s" % (hours, minutes, rest) if hours else ("%d min %d s" % (minutes, rest) if minutes else "%d s" % rest)
+        return "waiting: reduced accuracy, next location in " + text
+    if state.waiting == "insufficientlyInUse":
+        return "waiting: When In Use, and you have no active login session; nothing until one is active"
+    return "waiting: %s" % (state.reason or state.waiting)
+
+
 def _watch(manager, options):
     _authorize(manager, options)
     printed = 0
@@ -89,6 +104,8 @@ def _watch(manager, options):
                               states=True):
         if options.json:
             print(json.dumps(item.raw, separators=(",", ":")), flush=True)
+        elif hasattr(item, "fix") and item.waiting is not None:
+            print(waiting_line(item), flush=True)
         elif hasattr(item, "fix"):
             print("fix acquired" if item.fix else "fix lost: %s" % (item.reason or "no fix"), flush=True)
         else:

@@ -1,6 +1,7 @@
 """Values the daemon reports: a location, an authorization, a change of the fix."""
 
 import datetime
+import time
 
 # docs/PROTOCOL.md "Accuracy: 95 % on the wire, 68 % in LocationClient": eph and epv are gpsd's 95 %
 # figures; Core Location's horizontalAccuracy is a 68 % radius.
@@ -126,14 +127,30 @@ class Authorization:
 
 
 class FixState:
-    """The fix was lost (``fix`` False, with the daemon's ``reason``) or came back (a ``STATE`` object)."""
+    """The fix was lost (``fix`` False, with the daemon's ``reason``) or came back (a ``STATE`` object); or, with
+    ``waiting``, why nothing comes for now though the program is authorized, and until when (protocol 1.6).
 
-    __slots__ = ("fix", "reason", "raw")
+    ``waiting``: None for a change of the fix; else the cause, in Core Location's words: ``"accuracyLimited"``
+    (reduced accuracy, between two paced reports) or ``"insufficientlyInUse"`` (When In Use while the user has no
+    active login session: nothing until one is active); a newer daemon may add causes (``reason`` says it in words).
+    ``fix`` is then only what the program's messages last told it, no news of the fix.
+    ``next_report_in``: seconds from the message until the next report is due at reduced accuracy (also on a reduced
+    program's no-fix notice); None when not known. ``next_report_at``: the same as a ``time.monotonic()`` time.
+    """
 
-    def __init__(self, message):
+    __slots__ = ("fix", "reason", "waiting", "next_report_in", "next_report_at", "raw")
+
+    def __init__(self, message, received=None):
         self.raw = message
         self.fix = message.get("fix") is True
         self.reason = message.get("reason") if isinstance(message.get("reason"), str) else None
+        self.waiting = message.get("waiting") if isinstance(message.get("waiting"), str) else None
+        wait = message.get("nextReportIn")
+        self.next_report_in = float(wait) if isinstance(wait, (int, float)) and not isinstance(wait, bool) else None
+        start = time.monotonic() if received is None else received
+        self.next_report_at = None if self.next_report_in is None else start + self.next_report_in
 
     def __repr__(self):
+        if self.waiting is not None:
+            return "FixState(waiting=%r, next_report_in=%r, reason=%r)" % (self.waiting, self.next_report_in, self.reason)
         return "FixState(fix=%r, reason=%r)" % (self.fix, self.reason)

@@ -285,7 +285,8 @@ class LocationManager:
           min_interval: at most one location per this many seconds (full accuracy only).
           distance_filter: metres; only locations at least this far from the last delivered one.
           timeout: seconds to wait for each next item before raising Timeout; None waits forever.
-          states: also yield a ``FixState`` when the fix is lost or comes back.
+          states: also yield a ``FixState`` when the fix is lost or comes back, and when nothing comes for now though
+            the program is authorized (``FixState.waiting``, with when the next report is due: ``next_report_in``).
         Raises: NotAuthorized when refused, or when the authorization is lost while streaming;
           DaemonError; DaemonUnavailable when the daemon goes away; Timeout.
         The subscription ends when the generator is closed (``stop_updating_location()``).

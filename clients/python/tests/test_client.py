@@ -254,6 +254,27 @@ accuracy = reduced
         self.assertIn("reduced accuracy", second.stderr)
 
 
+    def test_reduced_watch_is_told_when_the_next_report_is_due(self):
+        with locationd.LocationManager(self.daemon.socket_path) as manager:
+            manager.request_authorization("once")
+            # The slot's report (when this program had none yet) and then when the next is due, or that alone: never
+            # "no fix" while the receiver has one.
+            waiting = None
+            for item in manager.watch(states=True, timeout=10):
+                if isinstance(item, locationd.FixState):
+                    self.assertIsNotNone(item.waiting, item)
+                    waiting = item
+                    break
+                self.assertEqual(item.accuracy, "reduced")
+            self.assertEqual(waiting.waiting, "accuracyLimited", waiting)
+            self.assertGreater(waiting.next_report_in, 0)
+            self.assertLessEqual(waiting.next_report_in, 900)
+            self.assertTrue(waiting.reason.startswith("reduced accuracy: the next report is due in "), waiting)
+            self.assertAlmostEqual(waiting.next_report_at - time.monotonic(), waiting.next_report_in, delta=5)
+            from locationd.__main__ import waiting_line
+            self.assertTrue(waiting_line(waiting).startswith("waiting: reduced accuracy, next location in "), waiting_line(waiting))
+
+
 class AskedAgent(Checks):
     """`access = ask`: the request waits for an agent's answer; WATCH comes after it and works."""
 
