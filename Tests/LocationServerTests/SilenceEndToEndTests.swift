@@ -68,6 +68,9 @@ struct SilenceEndToEndTests {
         let logins = String(cString: try #require(TemporaryDirectories.mkdtemp(&template)))
         defer { _ = try? FileManager.default.removeItem(atPath: logins) }
         let shim = try WhenInUseEndToEndTests.LoginShim.build(in: logins)
+        // Its clients in a login session: outside every one, When In Use applies while the program runs.
+        let session = try LoginSessionCgroup()
+        defer { session.leave() }
         WhenInUseEndToEndTests.setState("online", uid: 0, in: logins)
         let daemon = try DaemonProcess(config: E2E.config(policy: "access = ask\naccuracy = full"),
                                        launcher: ["env", "LD_PRELOAD=\(shim)", "LOCATIOND_TEST_LOGIN_DIR=\(logins)"])
