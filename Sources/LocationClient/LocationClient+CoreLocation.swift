@@ -18,11 +18,10 @@ extension LocationClient {
     }
 
     /// Asks for Always authorization: remembered, and used whether or not the user is at the machine
-    /// (Core Location's `requestAlwaysAuthorization()`; `AUTHORIZE` with `persistent`). Always comes only on
-    /// top of When In Use: asked by a client authorized When In Use, the agent sees an upgrade, and refusing
-    /// it leaves When In Use; asked first, the agent is asked When In Use, and if it allows that, the
-    /// upgrade at once — this returns once both are answered: `authorizedAlways`, or `authorizedWhenInUse`
-    /// when only the first was allowed (docs/PROTOCOL.md "When In Use and Always").
+    /// (Core Location's `requestAlwaysAuthorization()`; `AUTHORIZE` with `persistent`). One question to the
+    /// agents: asked first, "allow always" gives Always; asked by a client authorized When In Use, the agent
+    /// sees an upgrade, and refusing it (or no answer) leaves When In Use (docs/PROTOCOL.md "When In Use and
+    /// Always").
     /// - Parameters: as `requestWhenInUseAuthorization(accuracy:name:timeout:)`.
     /// - Returns: the authorization now in force.
     /// - Throws: as `requestAuthorization(_:accuracy:name:timeout:)`.

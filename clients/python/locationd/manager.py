@@ -214,7 +214,8 @@ class LocationManager:
 
         Args:
           kind: ``"once"`` (this connection only, "Allow Once"), ``"whenInUse"`` (remembered, used while the
-            user has an active login session) or ``"always"`` (remembered, used always).
+            user has an active login session; for a program outside every login session, such as a system
+            service, while it runs) or ``"always"`` (remembered, used always).
           accuracy: ``"full"`` or ``"reduced"``: the most precise this client wants.
           timeout: seconds to wait for the decision (plus a grace period).
         Returns: the ``Authorization`` (authorized).
@@ -238,8 +239,8 @@ class LocationManager:
         return self.request_authorization("whenInUse", accuracy, timeout)
 
     def request_always_authorization(self, accuracy="full", timeout=AUTHORIZATION_TIMEOUT):
-        """Core Location's ``requestAlwaysAuthorization()``: ``request_authorization("always")`` (the agent
-        is asked When In Use, then the upgrade)."""
+        """Core Location's ``requestAlwaysAuthorization()``: ``request_authorization("always")`` (one
+        question to the agent; for a client authorized When In Use, the upgrade)."""
         return self.request_authorization("always", accuracy, timeout)
 
     def request_temporary_full_accuracy(self, purpose_key, timeout=AUTHORIZATION_TIMEOUT):
