@@ -7,7 +7,8 @@ enum StatusCommand {
     static let help = """
         usage: locationctl status [--json] [--socket PATH]
 
-        Prints locationd's state: the current fix, the number of connected clients, and a table of the
+        Prints locationd's state: the current fix, the number of connected clients besides this one
+        (those of your own user unless you are an administrator), and a table of the
         configured receivers (name, type, state, priority, sentences, fixes and errors since start, the
         time of the last fix, and the device, gpsd server or file) with the reason for each one that is
         unavailable, and, below a receiver whose fixes a plausibility rule rejected (a date check-date
@@ -52,7 +53,9 @@ enum StatusCommand {
         // paced message (docs/PROTOCOL.md "STATUS").
         case nil: mode = "- (not shown to this client)"
         }
-        var text = "fix: \(mode)   clients: \(status.clients)"
+        // STATUS counts the asking connection too (its user's connections, for a user not an administrator):
+        // shown without it, so that a daemon nobody uses says 0 (issue 33).
+        var text = "fix: \(mode)   clients: \(max(0, status.clients - 1)) besides this one"
         if let release { text += "   locationd \(release)" }
         text += "\n"
         // How the daemon knows this very client: what a rule or an approval for it will match.

@@ -64,6 +64,8 @@ struct GpsdUpstreamFrontTests {
         let locationctl = BuiltProducts.directory(containing: "locationctl") + "/locationctl"
         let status = try PolicyEndToEndTests.run([locationctl, "status", "--socket", daemon.socketPath], in: directory).stdout
         #expect(status.contains("localhost:\(upstream) (\(device))"), "\(status)")
+        // Nobody else is connected now (the gpspipe runs ended): status does not count itself (issue 33).
+        #expect(status.contains("clients: 0 besides this one"), "\(status)")
         let json = try PolicyEndToEndTests.run([locationctl, "status", "--json", "--socket", daemon.socketPath], in: directory).stdout
         #expect(json.contains(#""device":"\#(device)""#), "\(json)")
         // Another uid without a grant is shown the configured path only, in DEVICES and in its mode 1 TPVs (and in
