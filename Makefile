@@ -99,7 +99,8 @@ $(STATIC_CXX_DIR)/libstdc++.so:
 install: build
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(TMPFILESDIR) \
 		$(DESTDIR)$(UDEVRULESDIR) $(DESTDIR)$(DATADIR)/locationd $(DESTDIR)$(MANDIR)/man1 \
-		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSCONFDIR)/locationd/conf.d
+		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSCONFDIR)/locationd/conf.d \
+		$(DESTDIR)$(DATADIR)/bash-completion/completions
 	$(INSTALL_PROGRAM) $(BUILD_BIN)/locationd $(DESTDIR)$(BINDIR)/locationd
 	$(INSTALL_PROGRAM) $(BUILD_BIN)/locationctl $(DESTDIR)$(BINDIR)/locationctl
 	sed -e 's|/usr/bin/locationd|$(BINDIR)/locationd|g' -e 's|/etc/locationd/|$(SYSCONFDIR)/locationd/|g' \
@@ -123,6 +124,7 @@ install: build
 	$(INSTALL_DATA) man/locationctl.1 $(DESTDIR)$(MANDIR)/man1/locationctl.1
 	$(INSTALL_DATA) man/locationd.conf.5 $(DESTDIR)$(MANDIR)/man5/locationd.conf.5
 	$(INSTALL_DATA) man/locationd.8 $(DESTDIR)$(MANDIR)/man8/locationd.8
+	$(INSTALL_DATA) Config/locationctl.bash-completion $(DESTDIR)$(DATADIR)/bash-completion/completions/locationctl
 	@if [ -z "$(DESTDIR)" ]; then \
 		echo; \
 		echo "Now make the user and directories, and load the units and udev rule:"; \
@@ -149,7 +151,7 @@ uninstall:
 		$(DESTDIR)$(UDEVRULESDIR)/60-locationd.rules \
 		$(DESTDIR)$(DATADIR)/locationd/demo.nmea $(DESTDIR)$(DATADIR)/locationd/COPYING-gpsd \
 		$(DESTDIR)$(MANDIR)/man1/locationctl.1 $(DESTDIR)$(MANDIR)/man5/locationd.conf.5 \
-		$(DESTDIR)$(MANDIR)/man8/locationd.8
+		$(DESTDIR)$(MANDIR)/man8/locationd.8 $(DESTDIR)$(DATADIR)/bash-completion/completions/locationctl
 	-rmdir $(DESTDIR)$(DATADIR)/locationd
 	@echo "kept $(DESTDIR)$(SYSCONFDIR)/locationd and /var/lib/locationd"
 

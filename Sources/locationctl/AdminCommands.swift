@@ -78,7 +78,8 @@ enum GrantCommand {
         Grants location access ahead of asking (root or the daemon's admin-group only).
         --persistent stores an 'always' grant, replacing the subject's stored decision (a remembered
         refusal included); --when-in-use stores a When In Use grant in its place (used only while the
-        client's user has an active login session); --once pre-approves the next connection of the subject that asks for
+        client's user has an active login session, or, for a client outside every login session such as
+        a system service, while it runs); --once pre-approves the next connection of the subject that asks for
         one-time access ('Allow Once' pressed ahead), used up by that connection; --once --standing
         makes a standing approval (the LocationButton's): every later connection of the subject that
         asks for one-time access gets a one-time grant without asking, until revoked. It prints the
@@ -98,7 +99,8 @@ enum GrantCommand {
                               one-time grant without asking, until revoked
           --persistent        grant until revoked (or until --expires): Always
           --when-in-use       grant until revoked (or until --expires), used while the client's
-                              user has an active login session (logind): When In Use
+                              user has an active login session (logind), or while it runs
+                              outside every login session (a system service): When In Use
           --accuracy A        'full' (the default) or 'reduced'
           --expires DURATION  the grant lapses after DURATION, e.g. 30s, 15min, 1h, 7d
           --socket PATH       the daemon's socket (default: $LOCATIOND_SOCKET, else

@@ -36,6 +36,7 @@ extension SystemdIntegration {
                 ("usr/share/locationd/demo.nmea", 0o644), ("usr/share/locationd/COPYING-gpsd", 0o644),
                 ("usr/share/man/man8/locationd.8", 0o644), ("usr/share/man/man1/locationctl.1", 0o644),
                 ("usr/share/man/man5/locationd.conf.5", 0o644),
+                ("usr/share/bash-completion/completions/locationctl", 0o644),
             ]
             for (path, mode) in expected {
                 let actual = Self.mode(dest.path + "/" + path)
@@ -151,6 +152,20 @@ extension SystemdIntegration {
                          "EXIT STATUS", "78", "64", "locationd.socket"] {
                 #expect(source.contains(word), "\(word) missing from locationd(8)")
             }
+        }
+
+        @Test("bash completion: commands, each command's options (from its --help) and the words of --authorization, --accuracy, share",
+              arguments: [(["loc", "wa"], "watch"), (["loc", "watch", "--auth"], "--authorization"),
+                          (["loc", "--socket", "/tmp/x", "get", "--accuracy", "r"], "reduced"),
+                          (["loc", "watch", "--authorization", "w"], "when-in-use"), (["loc", "share", "of"], "off"),
+                          (["loc", "agent", "--answer", "st"], "standing"), (["loc", "grant", "--when"], "--when-in-use")])
+        func bashCompletion(words: [String], expected: String) async throws {
+            let locationctl = Repository.binaryDirectory + "/locationctl"
+            let typed = ([locationctl] + words.dropFirst()).map { "'\($0)'" }.joined(separator: " ")
+            let script = "source '\(Repository.root)/Config/locationctl.bash-completion'; COMP_WORDS=(\(typed)); "
+                + "COMP_CWORD=\(words.count - 1); _locationctl; printf '%s\\n' \"${COMPREPLY[@]}\""
+            let result = try await runCommand(["/bin/bash", "-c", script])
+            #expect(result.output == expected + "\n", "\(words): \(result.output)\(result.errors)")
         }
 
         @Test("locationctl(1) documents every command of locationctl and every option of each command's --help")
