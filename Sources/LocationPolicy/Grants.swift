@@ -79,6 +79,13 @@ public struct PersistentGrant: Hashable, Sendable, Codable {
     /// True for a When-In-Use grant (used while the client's user has an active login session); false
     /// for Always, as every grant stored before When In Use existed.
     public var whenInUse: Bool
+    /// For When In Use: true when it also applies to the subject's clients outside every login session while
+    /// they run (`ClientIdentity.outsideLoginSessions`) — the agent was asked about such a client and shown
+    /// "whenever it runs", or an administrator granted it. False when the agent was asked about a client in a
+    /// login session and shown "while its user has an active login session": then the subject's clients
+    /// outside sessions, a user's cron or at jobs among them, follow that session too (found by a helper
+    /// attacking the daemon: a job of alice's got When In Use around the clock).
+    public var whileRunning: Bool
     public var accuracy: AccuracyAuthorization
     /// Unix seconds.
     public var created: Double
@@ -88,10 +95,11 @@ public struct PersistentGrant: Hashable, Sendable, Codable {
     public var decidedBy: String
 
     public init(subject: GrantSubject, allowed: Bool, accuracy: AccuracyAuthorization, created: Double, expires: Double? = nil,
-                decidedBy: String, whenInUse: Bool = false) {
+                decidedBy: String, whenInUse: Bool = false, whileRunning: Bool = false) {
         self.subject = subject
         self.allowed = allowed
         self.whenInUse = whenInUse
+        self.whileRunning = whenInUse && whileRunning
         self.accuracy = accuracy
         self.created = created
         self.expires = expires
@@ -106,7 +114,8 @@ public struct PersistentGrant: Hashable, Sendable, Codable {
         self.init(subject: try c.decode(GrantSubject.self, forKey: .subject), allowed: try c.decode(Bool.self, forKey: .allowed),
                   accuracy: try c.decode(AccuracyAuthorization.self, forKey: .accuracy), created: try c.decode(Double.self, forKey: .created),
                   expires: try c.decodeIfPresent(Double.self, forKey: .expires), decidedBy: try c.decode(String.self, forKey: .decidedBy),
-                  whenInUse: try c.decodeIfPresent(Bool.self, forKey: .whenInUse) ?? false)
+                  whenInUse: try c.decodeIfPresent(Bool.self, forKey: .whenInUse) ?? false,
+                  whileRunning: try c.decodeIfPresent(Bool.self, forKey: .whileRunning) ?? false)
     }
 }
 

@@ -66,8 +66,8 @@ public struct ClientIdentity: Hashable, Sendable, CustomStringConvertible {
     /// True when the program runs outside every login session — a system service, or a program started with
     /// no login session at all (a headless box's console, a container, a job of root's) — rather than in a
     /// user's session or below the user's own service manager (its cgroup is not under `/user.slice/`). For
-    /// such a client, When In Use means "while it runs" (docs/POLICY.md "What in use means"); for the others,
-    /// "while its user has an active login session".
+    /// such a client, When In Use granted for it is "while it runs" (`PersistentGrant.whileRunning`;
+    /// docs/PROTOCOL.md "When In Use and Always"); for the others, "while its user has an active login session".
     public var outsideLoginSessions: Bool
 
     /// - Parameters:

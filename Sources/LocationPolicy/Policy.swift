@@ -45,6 +45,10 @@ public struct AgentQuestion: Hashable, Sendable {
     /// True when a client authorized When In Use asks for Always (`ASK.upgrade`): refusing it leaves the
     /// When-In-Use grant as it is.
     public var upgrade: Bool
+    /// True when the client asking runs outside every login session (`ClientIdentity.outsideLoginSessions`):
+    /// When In Use stored by this answer applies to such clients while they run (`PersistentGrant.whileRunning`,
+    /// `ASK.inUse` `running`); else only while the user has an active login session.
+    public var inUseWhileRunning: Bool
 
     /// What "allow always" stores (`ASK.remembers`): `.persistent` (Always) where Always was asked (in one
     /// question: `Policy.apply`), else `.whenInUse`; nil for temporary full accuracy, which stores nothing.
@@ -53,11 +57,13 @@ public struct AgentQuestion: Hashable, Sendable {
         return kind == .persistent ? .persistent : .whenInUse
     }
 
-    public init(subject: Subject, accuracy: AccuracyAuthorization, purpose: String?, upgrade: Bool = false) {
+    public init(subject: Subject, accuracy: AccuracyAuthorization, purpose: String?, upgrade: Bool = false,
+                inUseWhileRunning: Bool = false) {
         self.subject = subject
         self.accuracy = accuracy
         self.purpose = purpose
         self.upgrade = upgrade
+        self.inUseWhileRunning = inUseWhileRunning
     }
 }
 
@@ -113,9 +119,10 @@ public enum Policy {
     /// precise than the client asked for (`SessionAuthorization.requestedAccuracy`). A When-In-Use grant
     /// applies while `userInUse`; otherwise the client stays `authorizedWhenInUse` with no accuracy and
     /// `inUse` false: it is sent nothing.
-    /// - Parameter userInUse: whether the client is in use (docs/POLICY.md "What in use means"): it runs
-    ///   outside every login session (`ClientIdentity.outsideLoginSessions`: in use while it runs), or its
-    ///   user has an active login session (logind's "active").
+    /// A client outside every login session (`ClientIdentity.outsideLoginSessions`) is also in use while it
+    /// runs when the grant says so (`PersistentGrant.whileRunning`: the agent was shown that, or an
+    /// administrator granted it) — docs/PROTOCOL.md "When In Use and Always".
+    /// - Parameter userInUse: whether the client's user has an active login session (logind's "active").
     public static func state(_ identity: ClientIdentity, session: SessionAuthorization, rules: PolicyRules,
                              grants: GrantSet, now: PolicyTime, userInUse: Bool = true) -> AuthorizationState {
         let rule = rules.effective(for: identity)
@@ -132,7 +139,8 @@ public enum Policy {
                 return AuthorizationState(status: .denied, accuracy: nil, reason: "denied by \(stored.decidedBy)")
             }
             if stored.whenInUse {
-                guard userInUse else {
+                let whileRunning = identity.outsideLoginSessions && stored.whileRunning
+                guard userInUse || whileRunning else {
                     return AuthorizationState(status: .authorizedWhenInUse, accuracy: nil,
                                               reason: "When In Use, and \(identity.user ?? "uid \(identity.uid)") has no active login session: "
                                                 + "nothing is sent until one is active",
@@ -140,7 +148,7 @@ public enum Policy {
                 }
                 result = AuthorizationState(status: .authorizedWhenInUse, accuracy: min(stored.accuracy, rule.accuracy),
                                             reason: "When-In-Use grant by \(stored.decidedBy); "
-                                                + (identity.outsideLoginSessions ? "it runs outside any login session: in use while it runs"
+                                                + (whileRunning ? "it runs outside any login session: in use while it runs"
                                                    : "the user has an active login session"))
             } else {
                 result = AuthorizationState(status: .authorizedPersistent, accuracy: min(stored.accuracy, rule.accuracy),
@@ -211,7 +219,8 @@ public enum Policy {
             case .ask:
                 // The text shown is the administrator's usage text for the kind asked, never the client's.
                 let usage = rules.rule(for: identity)?.usage.text(for: kind)
-                return .ask(AgentQuestion(subject: .authorization(kind), accuracy: accuracy, purpose: usage))
+                return .ask(AgentQuestion(subject: .authorization(kind), accuracy: accuracy, purpose: usage,
+                                          inUseWhileRunning: identity.outsideLoginSessions))
             case .deny, .always:
                 return .refuse(.restricted, reason: current.reason)  // handled above; kept total
             }
@@ -280,7 +289,8 @@ public enum Policy {
                 let accuracy = min(question.accuracy, lowered ?? question.accuracy)
                 return AnswerOutcome(session: session, store: PersistentGrant(subject: .decision(for: identity), allowed: true, accuracy: accuracy,
                                                                               created: now.wall, decidedBy: decidedBy,
-                                                                              whenInUse: question.remembers != .persistent))
+                                                                              whenInUse: question.remembers != .persistent,
+                                                                              whileRunning: question.inUseWhileRunning))
             case .deny:
                 // Remembered, as iOS does not ask again after "Don't Allow".
                 return AnswerOutcome(session: session, store: PersistentGrant(subject: .decision(for: identity), allowed: false, accuracy: .reduced,

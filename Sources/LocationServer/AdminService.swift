@@ -75,7 +75,7 @@ enum AdminService {
             persistent: grants.persistent.filter { live($0.expires) }.map { g in
                 ServerMessage.Grants.Stored(subject: target(g.subject), allowed: g.allowed, accuracy: g.accuracy,
                                             created: time(g.created), expires: g.expires.map(time), decidedBy: g.decidedBy,
-                                            whenInUse: g.whenInUse)
+                                            whenInUse: g.whenInUse, whileRunning: g.whileRunning)
             },
             preapproved: grants.preapprovals.filter { live($0.expires) }.map { p in
                 ServerMessage.Grants.Preapproved(subject: target(p.subject), accuracy: p.accuracy, created: time(p.created),
@@ -132,7 +132,10 @@ extension ServerState {
                     $0.preapprovals.append(Preapproval(subject: subject, accuracy: level, created: now.wall, expires: until))
                 } else {
                     $0.replaceDecision(with: PersistentGrant(subject: subject, allowed: true, accuracy: level, created: now.wall,
-                                                             expires: until, decidedBy: "administrator \(by)", whenInUse: kind == .whenInUse))
+                                                             expires: until, decidedBy: "administrator \(by)", whenInUse: kind == .whenInUse,
+                                                             // An administrator's grant names its subject knowingly: for a
+                                                             // system service, When In Use is while it runs.
+                                                             whileRunning: kind == .whenInUse))
                 }
             }
             context.store.record(AuditEvent(event: "grant", identity: identity, request: "GRANT \(kind.rawValue)\(standing ? " standing" : "") \(subject) \(level.rawValue)",

@@ -133,7 +133,7 @@ struct AgentBroker: Sendable {
                                                    accuracy: ask.question.accuracy, purpose: ask.question.purpose,
                                                    timeout: timeout, upgrade: ask.question.upgrade,
                                                    remembers: ask.question.remembers?.rawValue,
-                                                   inUse: identity.outsideLoginSessions ? "running" : "activeSession")).encoded()
+                                                   inUse: ask.question.inUseWhileRunning ? "running" : "activeSession")).encoded()
     }
 
     /// The ANSWERED message: question `id` was answered (`answer`, by whom), withdrawn or timed out.

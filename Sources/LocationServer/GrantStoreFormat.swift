@@ -53,6 +53,7 @@ enum GrantStoreFormat {
             members["expires"] = grant.expires.map(JSONValue.init)
             // Written only for When In Use, so that Always grants read and write as before.
             if grant.whenInUse { members["whenInUse"] = .bool(true) }
+            if grant.whileRunning { members["whileRunning"] = .bool(true) }
             persistent.append(.object(members))
         }
         var preapprovals: [JSONValue] = []
@@ -94,7 +95,8 @@ enum GrantStoreFormat {
             grants.persistent.append(PersistentGrant(
                 subject: try subject(m.required("subject"), path: m.path + ".subject"), allowed: try m.bool("allowed"),
                 accuracy: try m.accuracy(), created: try m.number("created"), expires: try m.optionalNumber("expires"),
-                decidedBy: try m.string("decidedBy"), whenInUse: try m.optionalBool("whenInUse") ?? false))
+                decidedBy: try m.string("decidedBy"), whenInUse: try m.optionalBool("whenInUse") ?? false,
+                whileRunning: try m.optionalBool("whileRunning") ?? false))
         }
         for (i, item) in try top.array("preapprovals").enumerated() {
             let m = try Members(item, path: "preapprovals[\(i)]")

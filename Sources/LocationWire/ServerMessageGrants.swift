@@ -21,11 +21,16 @@ extension ServerMessage {
             public var decidedBy: String?
             /// True for a When-In-Use grant; false for Always (`whenInUse`, protocol 1.4; absent: false).
             public var whenInUse: Bool
+            /// For When In Use: true when it also applies to the subject's clients outside every login session
+            /// while they run (`whileRunning`, protocol 1.6; absent: false — they follow the user's session).
+            public var whileRunning: Bool
 
             /// Makes the value; each parameter is the property of the same name (units there).
             public init(subject: GrantTarget?, allowed: Bool?, accuracy: AccuracyAuthorization? = nil,
-                        created: UTCTime? = nil, expires: UTCTime? = nil, decidedBy: String? = nil, whenInUse: Bool = false) {
+                        created: UTCTime? = nil, expires: UTCTime? = nil, decidedBy: String? = nil, whenInUse: Bool = false,
+                        whileRunning: Bool = false) {
                 self.whenInUse = whenInUse
+                self.whileRunning = whileRunning
                 self.subject = subject
                 self.allowed = allowed
                 self.accuracy = accuracy
@@ -42,6 +47,7 @@ extension ServerMessage {
                 w.field("expires", expires)
                 w.field("decidedBy", decidedBy)
                 if whenInUse { w.field("whenInUse", true) }
+                if whileRunning { w.field("whileRunning", true) }
             }
         }
 

@@ -175,7 +175,7 @@ enum AgentCommand {
                     let line = typed.removeFirst()
                     if echo { guard writeStandardOutput(line + "\n") else { return .ioError } }
                     guard let choice = parseChoice(line) else {
-                        guard writeStandardOutput("please answer o, a, d, r or R\n" + prompt) else { return .ioError }
+                        guard writeStandardOutput("please answer o, s, a, d, r or R\n" + prompt) else { return .ioError }
                         continue
                     }
                     (answer, accuracy) = choice

@@ -114,21 +114,46 @@ struct WhenInUseTests {
         #expect(once2.remembers == .whenInUse)
     }
 
-    @Test("When In Use outside every login session (a system service, a headless box's program) applies while it runs")
+    @Test("When In Use outside every login session applies while it runs when granted so; a grant made in a session keeps following it")
     func outsideLoginSessions() throws {
-        let grants = GrantSet(persistent: [PersistentGrant(subject: .decision(for: Self.alice), allowed: true, accuracy: .full,
-                                                           created: Self.time.wall, decidedBy: "agent root (uid 0)", whenInUse: true)])
         let rules = Self.rules()
         var service = Self.alice
         service.outsideLoginSessions = true
-        // The daemon passes `userInUse` true for it whatever logind says (`PolicyState.isInUse`).
-        let state = Policy.state(service, session: .init(), rules: rules, grants: grants, now: Self.time, userInUse: true)
-        #expect(state.status == .authorizedWhenInUse && state.accuracy == .full && state.inUse)
-        #expect(state.reason.hasSuffix("it runs outside any login session: in use while it runs"), "\(state.reason)")
-        let away = Policy.state(Self.alice, session: .init(), rules: rules, grants: grants, now: Self.time, userInUse: false)
+        // The agent was asked about the program outside every login session (a system service, a program on a
+        // box nobody logs in to) and shown "whenever it runs": the grant says so.
+        let asked = Policy.decide(.authorize(.whenInUse, .full), identity: service, session: .init(), rules: rules, grants: GrantSet(),
+                                  now: Self.time)
+        guard case .ask(let question) = asked else { Issue.record("\(asked)"); return }
+        #expect(question.inUseWhileRunning)
+        let stored = try #require(Policy.apply(.allowAlways(nil), to: question, identity: service, session: .init(), now: Self.time,
+                                               onceLifetime: 3600, decidedBy: "agent root (uid 0)").store)
+        #expect(stored.whenInUse && stored.whileRunning)
+        let running = Policy.state(service, session: .init(), rules: rules, grants: GrantSet(persistent: [stored]), now: Self.time,
+                                   userInUse: false)
+        #expect(running.status == .authorizedWhenInUse && running.accuracy == .full && running.inUse)
+        #expect(running.reason.hasSuffix("it runs outside any login session: in use while it runs"), "\(running.reason)")
+        // The same program in alice's session follows her session, whatever the grant.
+        let away = Policy.state(Self.alice, session: .init(), rules: rules, grants: GrantSet(persistent: [stored]), now: Self.time,
+                                userInUse: false)
         #expect(away.accuracy == nil && !away.inUse)
-        #expect(away.reason.hasPrefix("When In Use, and uid \(Self.alice.uid) has no active login session") ||
-                away.reason.hasPrefix("When In Use, and \(Self.alice.user ?? "?") has no active login session"), "\(away.reason)")
+        #expect(away.reason.hasPrefix("When In Use, and alice has no active login session"), "\(away.reason)")
+
+        // Asked about in alice's session ("while alice has an active login session"): the same program outside
+        // every session — her cron or at job — follows her session too, not "while it runs" (found by a helper
+        // attacking the daemon: a job got When In Use around the clock).
+        let inSession = Policy.decide(.authorize(.whenInUse, .full), identity: Self.alice, session: .init(), rules: rules, grants: GrantSet(),
+                                      now: Self.time)
+        guard case .ask(let sessionQuestion) = inSession else { Issue.record("\(inSession)"); return }
+        #expect(!sessionQuestion.inUseWhileRunning)
+        let sessionGrant = try #require(Policy.apply(.allowAlways(nil), to: sessionQuestion, identity: Self.alice, session: .init(),
+                                                     now: Self.time, onceLifetime: 3600, decidedBy: "agent root (uid 0)").store)
+        #expect(sessionGrant.whenInUse && !sessionGrant.whileRunning)
+        let job = Policy.state(service, session: .init(), rules: rules, grants: GrantSet(persistent: [sessionGrant]), now: Self.time,
+                               userInUse: false)
+        #expect(job.accuracy == nil && !job.inUse, "\(job)")
+        let jobWhileAliceIsThere = Policy.state(service, session: .init(), rules: rules, grants: GrantSet(persistent: [sessionGrant]),
+                                                now: Self.time, userInUse: true)
+        #expect(jobWhileAliceIsThere.accuracy == .full)
     }
 
     @Test("the agent's answers: allow always to When In Use stores When In Use; to the upgrade, Always; refusing the upgrade keeps When In Use",

@@ -348,4 +348,38 @@ struct WhenInUseEndToEndTests {
         let watched = PolicyEndToEndTests.finish(watch)
         #expect(watched.stdout == "authorizedPersistent\n", "\(watched)")
     }
+
+    @Test("When In Use allowed in a login session does not follow the program out of it: a cron-like job of the user gets nothing while the user is away")
+    func sessionGrantStaysInSession() throws {
+        var template = Array("/tmp/locationd-logins-XXXXXX".utf8CString)
+        let logins = String(cString: try #require(TemporaryDirectories.mkdtemp(&template)))
+        defer { _ = try? FileManager.default.removeItem(atPath: logins) }
+        let shim = try LoginShim.build(in: logins)
+        Self.setState("active", uid: 0, in: logins)
+        let daemon = try DaemonProcess(config: PolicyEndToEndTests.config(policy: "access = ask\naccuracy = full\nask-timeout = 20s"),
+                                       launcher: ["env", "LD_PRELOAD=\(shim)", "LOCATIOND_TEST_LOGIN_DIR=\(logins)"])
+        let agent = try RawClient.agent(daemon.socketPath)
+        // In the user's session: asked, shown "while root has an active login session", allowed.
+        let session = try LoginSessionCgroup()
+        let inSession = try RawClient(daemon.socketPath)
+        inSession.send(#"{"class":"AUTHORIZE","authorization":"whenInUse"}"#)
+        let ask = try #require(agent.message("ASK"))
+        #expect(ask["inUse"]?.string == "activeSession" && ask["remembers"]?.string == "whenInUse", "\(ask)")
+        try agent.answer(ask, "allowAlways")
+        #expect(inSession.message("AUTHORIZATION")?["status"]?.string == "authorizedWhenInUse")
+        session.leave()
+        // The same program outside every session (as a user's cron or at job runs on Debian), the user away:
+        // not in use, and nothing is sent.
+        Self.setState("offline", uid: 0, in: logins)
+        let job = try RawClient(daemon.socketPath)
+        job.send(#"{"class":"AUTHORIZATION"}"#)
+        let told = try #require(job.message("AUTHORIZATION"))
+        #expect(told["status"]?.string == "authorizedWhenInUse" && told["inUse"]?.bool == false && told["accuracy"] == nil, "\(told)")
+        job.send(#"{"class":"POLL","timeout":1}"#)
+        #expect(job.message("ERROR")?["message"]?.string?.hasPrefix("not in use") == true)
+        // The user back at the machine: the job is in use with the session.
+        Self.setState("active", uid: 0, in: logins)
+        let back = try #require(job.message("AUTHORIZATION"))
+        #expect(back["inUse"] == nil && back["accuracy"]?.string == "full", "\(back)")
+    }
 }

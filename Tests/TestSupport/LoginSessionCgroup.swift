@@ -5,7 +5,7 @@ import Glibc
 /// Puts the test process (and what it spawns after) in a login session's cgroup for a while, as pam_systemd
 /// puts a login's processes: `/user.slice/user-UID.slice/session-NAME.scope` in the cgroup v2 hierarchy. The
 /// daemon takes a client outside `/user.slice/` for one outside every login session, in use while it runs
-/// (docs/POLICY.md "What in use means"); tests of When In Use following logind's word (an `LD_PRELOAD` of
+/// under a When-In-Use grant made for such a client (docs/PROTOCOL.md "When In Use and Always"); tests of When In Use following logind's word (an `LD_PRELOAD` of
 /// `sd_uid_get_state`) run their clients inside one. A real cgroup move of a real process, made by root.
 public final class LoginSessionCgroup {
     private let mount: String

@@ -135,7 +135,7 @@ extension ServerState {
         guard let subscriber = publisher.subscribers[id] else { return }
         let policy = publisher.policy
         let decision = Policy.decide(request, identity: subscriber.identity, session: subscriber.session, rules: policy.rules,
-                                     grants: policy.grants, now: now, userInUse: policy.isInUse(subscriber.identity))
+                                     grants: policy.grants, now: now, userInUse: policy.usersInUse.contains(subscriber.identity.uid))
         // The accuracy asked for is the connection's ceiling from now on (WATCH and POLL included); an
         // invalid request changes nothing.
         if case .invalid = decision {} else { publisher.changeSession(of: id) { $0 = $0.asking(request) } }

@@ -48,14 +48,7 @@ struct PolicyState: Sendable {
 
     /// A client's authorization now (`Policy.state`).
     func state(_ identity: ClientIdentity, _ session: SessionAuthorization, at now: Moment) -> AuthorizationState {
-        Policy.state(identity, session: session, rules: rules, grants: grants, now: now, userInUse: isInUse(identity))
-    }
-
-    /// Whether a When-In-Use grant of `identity` applies now (docs/POLICY.md "What in use means"): always for
-    /// a program outside every login session (a system service, a headless box's program: in use while it
-    /// runs), else while its user has an active login session.
-    func isInUse(_ identity: ClientIdentity) -> Bool {
-        identity.outsideLoginSessions || usersInUse.contains(identity.uid)
+        Policy.state(identity, session: session, rules: rules, grants: grants, now: now, userInUse: usersInUse.contains(identity.uid))
     }
 
     /// Records whether `uid` has an active login session; true when that changed (authorizations are then
