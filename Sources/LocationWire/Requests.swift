@@ -11,8 +11,8 @@ public enum ProtocolVersion {
     /// 5: `identified` in a client's description (`ASK.client`, `AUDIT` events, `GRANTS`' `once[]`): how
     /// sure the daemon is of who the client is; `SHARE`'s `discard` (the uplinks' spooled reports dropped with
     /// the switch turned off; while off, the spool holds what it has instead of sending it).
-    /// 6: `ASK.remembers` (what "allow always" stores) and `ASK.inUse` (what in use means for the client:
-    /// `activeSession`, or `running` outside every login session); an Always request is one question
+    /// 6: `ASK.remembers` (what "allow always" stores), `ASK.inUse` (what in use means for the client:
+    /// `activeSession`, or `running` outside every login session) and `GRANTS`' `whileRunning`; an Always request is one question
     /// (`request` `persistent`), where 1.4–1.5 asked When In Use and then the upgrade.
     /// Also 6: `STATE`'s `waiting` and `nextReportIn`: an authorized watcher that gets nothing for now is told why
     /// (reduced accuracy between paced reports, When In Use without an active session) and when the next
