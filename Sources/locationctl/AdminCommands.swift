@@ -166,7 +166,8 @@ extension GrantCommand {
         var text = switch kind {
         case .once: "pre-approved one-time access for \(target)"
         case .persistent: "granted persistent access to \(target)"
-        case .whenInUse: "granted When In Use access to \(target) (while its user has an active login session)"
+        case .whenInUse: "granted When In Use access to \(target) (while its user has an active login session, "
+            + "or, outside every login session such as a system service, while it runs)"
         }
         if standing { text = "standing approval of one-time access for \(target), each use without asking" }
         if let effective {

@@ -236,7 +236,7 @@ enum AgentCommand {
         case "whenInUse" where question.inUse == "running": what = "When-In-Use access (in use while it runs)"
         case "whenInUse": what = "When-In-Use access (while the user has an active session)"
         case "persistent" where question.upgrade: what = "an upgrade from When In Use to Always (persistent access)"
-        case "persistent": what = "persistent access"
+        case "persistent": what = "Always (persistent access)"
         case "temporaryFullAccuracy": what = "temporary full accuracy"
         default: what = question.request
         }

@@ -27,12 +27,12 @@ enum GetCommand {
                               /run/locationd/locationd.sock)
           -h, --help          show this help
 
-        At reduced accuracy the daemon sends one report per its reduced-interval: a second 'get'
-        before the next is due ends at once with exit status 79, and standard error says when it is
-        due ('reduced accuracy: the next report is due in 12 min 3 s'). When it is due, 'get' waits
-        until 2.5 s after that moment whatever --timeout says; without a fix then it exits 75, saying
-        'no fix yet; at reduced accuracy the next report is due in 15 min 0 s' (before the program's
-        first report: '... is due now, with the next fix').
+        At reduced accuracy the daemon sends reports on one cadence for every program, one per its
+        reduced-interval: a 'get' when the next is not due within --timeout ends at once with exit
+        status 79, and standard error says when it is due ('reduced accuracy: the next report is due
+        in 12 min 3 s'). When it is due, 'get' waits until 2.5 s after that moment whatever --timeout
+        says; without a fix then it exits 75, saying 'no fix yet; at reduced accuracy the next report
+        is due in 15 min 0 s' (when the cadence's moment is now: '... is due now, with the next fix').
 
         exit status: 0 with a location, 64 usage, 69 daemon unreachable or refused, 75 no fix in time,
         76 protocol mismatch, 77 not authorized (the status and the reason go to standard error),

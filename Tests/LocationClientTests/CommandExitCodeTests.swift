@@ -93,6 +93,24 @@ struct CommandExitCodeTests {
         #expect(served.requests.contains(#"{"class":"FULLACCURACY","purposeKey":"Navigation"}"#))
     }
 
+    @Test("get --authorization always: When In Use kept (the upgrade refused) is said, and the location still printed")
+    func alwaysNotGranted() async throws {
+        let server = try FakeServer { peer in
+            peer.greet()
+            guard let request = peer.readLine(), request.contains(#""authorization":"persistent""#) else { return }
+            // What the daemon says when the agent refuses the upgrade (docs/PROTOCOL.md "When In Use and Always").
+            peer.send(#"{"class":"AUTHORIZATION","status":"authorizedWhenInUse","accuracy":"full","reason":"When-In-Use grant by agent root (uid 0); the user has an active login session"}"#)
+            guard peer.readLine() != nil else { return }
+            peer.send(bytes: Self.pollReply)
+            peer.waitForClose()
+        }
+        let result = await runLocationctl(["get", "--socket", server.path, "--authorization", "always"])
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stderr == "locationctl get: Always was not granted; continuing with When In Use "
+                + "(When-In-Use grant by agent root (uid 0); the user has an active login session)\n", "\(result)")
+        #expect(await server.finished())
+    }
+
     @Test("watch: prints the authorization change, and exits 77 when the authorization is lost")
     func watchLosesAuthorization() async throws {
         let server = try FakeServer { peer in

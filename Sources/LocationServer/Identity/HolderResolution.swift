@@ -127,10 +127,13 @@ struct HeldProgram: Equatable, Sendable {
 
 extension HeldProgram {
     /// Whether this (a re-check's finding) still backs what `old` (the first look's) was matched by: every
-    /// executable, unit or interpreter that `old` named is named the same now. A weaker `old` loses nothing.
+    /// executable, unit or interpreter that `old` named is named the same now, and a connection held outside every
+    /// login session at first (`outsideLoginSessions`, which a When-In-Use grant made for it honours while it runs)
+    /// still is. A weaker `old` loses nothing.
     func stillBacks(_ old: HeldProgram) -> Bool {
         (old.executable == nil || old.executable == executable) && (old.unit == nil || old.unit == unit)
             && (old.userUnit == nil || old.userUnit == userUnit) && (old.interpreter == nil || old.interpreter == interpreter)
+            && (!old.outsideLoginSessions || outsideLoginSessions)
     }
 }
 
