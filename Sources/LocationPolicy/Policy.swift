@@ -8,7 +8,8 @@ public struct AuthorizationState: Hashable, Sendable {
     public var standing: Bool
     /// False for a When-In-Use client not in use — in a login session, or below its user's own service manager,
     /// while its user has no active login session: authorized, but sent nothing (`accuracy` nil) until one is
-    /// active (`AUTHORIZATION.inUse`). A client outside every login session is in use while it runs.
+    /// active (`AUTHORIZATION.inUse`). A client outside every login session is in use while it runs when its
+    /// grant was made for such a client (`PersistentGrant.whileRunning`).
     public var inUse: Bool
 
     public init(status: AuthorizationStatus, accuracy: AccuracyAuthorization?, reason: String, standing: Bool = false,

@@ -129,7 +129,8 @@ extension ServerState {
                     $0.replaceDecision(withStanding: Preapproval(subject: subject, accuracy: level, created: now.wall, expires: until,
                                                                  standing: true, decidedBy: "administrator \(by)"))
                 } else if kind == .once {
-                    $0.preapprovals.append(Preapproval(subject: subject, accuracy: level, created: now.wall, expires: until))
+                    $0.preapprovals.append(Preapproval(subject: subject, accuracy: level, created: now.wall, expires: until,
+                                                       decidedBy: "administrator \(by)"))
                 } else {
                     $0.replaceDecision(with: PersistentGrant(subject: subject, allowed: true, accuracy: level, created: now.wall,
                                                              expires: until, decidedBy: "administrator \(by)", whenInUse: kind == .whenInUse,

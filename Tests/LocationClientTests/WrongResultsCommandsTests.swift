@@ -175,6 +175,10 @@ struct WrongResultsCommandsTests {
         // The new user's report: "full accuracy" while [policy] accuracy = reduced caps it.
         let once = await runLocationctl(["grant", "--user", "nobody", "--once"] + socket)
         #expect(once.status == 0, "\(once)")
+        // Who pre-approved it is listed (issue 33: DECIDED BY showed "-"), before nobody uses it up.
+        let listed = await runLocationctl(["grants"] + socket)
+        #expect(listed.stdout.split(separator: "\n").contains { $0.hasPrefix("once, pre-approved") && $0.hasSuffix("administrator root (uid 0)") },
+                "\(listed)")
         #expect(once.stdout == "pre-approved one-time access for user nobody, reduced accuracy "
                 + "(the [policy] default allows no more than reduced accuracy; clients that rule [client navit] matches get full accuracy)\n",
                 "\(once)")
