@@ -199,5 +199,16 @@ struct HeldProgramTests {
         #expect(forked.stillBacks(first))
         #expect(!joined.stillBacks(first))
         #expect(first.stillBacks(joined))
+        // Held outside every login session at first (a service, a job), then also by a process in a session: no
+        // longer backed — a When-In-Use grant made for it applies while it runs only outside sessions (issue 33).
+        var service = Self.holder(10)
+        service.outsideLoginSessions = true
+        var alsoService = Self.holder(12)
+        alsoService.outsideLoginSessions = true
+        let outside = try HeldProgram.resolve(uid: 1000, holders: [service], unreadUsers: [])
+        #expect(outside.outsideLoginSessions)
+        #expect(try HeldProgram.resolve(uid: 1000, holders: [service, alsoService], unreadUsers: []).stillBacks(outside))
+        let inSession = try HeldProgram.resolve(uid: 1000, holders: [service, Self.holder(12)], unreadUsers: [])
+        #expect(!inSession.outsideLoginSessions && !inSession.stillBacks(outside))
     }
 }
