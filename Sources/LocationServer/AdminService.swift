@@ -58,8 +58,10 @@ enum AdminService {
     }
 
     /// The GRANTS message: persistent grants, pre-approvals, and the live one-time grants.
+    /// - Parameter rules: the rules in force: a stored grant a rule caps or denies is listed with what applies
+    ///   (`effective`; issue 33: `grants` showed the accuracy granted, not the one its clients got).
     static func grantsMessage(_ grants: GrantSet, once: [(identity: ClientIdentity, session: SessionAuthorization)],
-                              at now: Moment) -> ServerMessage.Grants {
+                              rules: PolicyRules, at now: Moment) -> ServerMessage.Grants {
         func target(_ s: GrantSubject) -> GrantTarget {
             switch s {
             case let .executable(e, user): return .executable(e, user: user)
@@ -73,9 +75,15 @@ enum AdminService {
         let live = { (expires: Double?) in expires.map { $0 > now.wall } ?? true }
         return ServerMessage.Grants(
             persistent: grants.persistent.filter { live($0.expires) }.map { g in
-                ServerMessage.Grants.Stored(subject: target(g.subject), allowed: g.allowed, accuracy: g.accuracy,
-                                            created: time(g.created), expires: g.expires.map(time), decidedBy: g.decidedBy,
-                                            whenInUse: g.whenInUse, whileRunning: g.whileRunning)
+                var effective: ServerMessage.Grants.Effective?
+                if g.allowed {
+                    let effect = rules.effect(ofGranting: g.accuracy, kind: g.whenInUse ? .whenInUse : .persistent, to: g.subject,
+                                              userAliases: aliases(of: user(of: target(g.subject))))
+                    if effect.accuracy != g.accuracy { effective = .init(accuracy: effect.accuracy, reason: effect.reason) }
+                }
+                return ServerMessage.Grants.Stored(subject: target(g.subject), allowed: g.allowed, accuracy: g.accuracy,
+                                                   created: time(g.created), expires: g.expires.map(time), decidedBy: g.decidedBy,
+                                                   whenInUse: g.whenInUse, whileRunning: g.whileRunning, effective: effective)
             },
             preapproved: grants.preapprovals.filter { live($0.expires) }.map { p in
                 ServerMessage.Grants.Preapproved(subject: target(p.subject), accuracy: p.accuracy, created: time(p.created),
@@ -189,7 +197,7 @@ extension ServerState {
         let once = publisher.subscribers.ids.sorted().compactMap { id in
             publisher.subscribers[id].map { (identity: $0.identity, session: $0.session) }
         }
-        var message = AdminService.grantsMessage(publisher.policy.grants, once: once, at: now)
+        var message = AdminService.grantsMessage(publisher.policy.grants, once: once, rules: publisher.policy.rules, at: now)
         message.uplinks = publisher.uplinkGrants(at: now.wall)
         return message
     }

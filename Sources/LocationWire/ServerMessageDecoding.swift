@@ -127,7 +127,10 @@ extension ServerMessage.Grants {
             persistent: try m.objects("persistent").map { g throws(ServerMessageError) in
                 Stored(subject: try g.subject(), allowed: try g.bool("allowed"), accuracy: try g.accuracy(),
                        created: try g.time("created"), expires: try g.time("expires"), decidedBy: try g.string("decidedBy"),
-                       whenInUse: try g.bool("whenInUse") ?? false, whileRunning: try g.bool("whileRunning") ?? false)
+                       whenInUse: try g.bool("whenInUse") ?? false, whileRunning: try g.bool("whileRunning") ?? false,
+                       effective: try g.object("effective").map { e throws(ServerMessageError) in
+                           Effective(accuracy: try e.accuracy(), reason: try e.string("reason"))
+                       })
             },
             preapproved: try m.objects("preapproved").map { p throws(ServerMessageError) in
                 Preapproved(subject: try p.subject(), accuracy: try p.accuracy(), created: try p.time("created"),

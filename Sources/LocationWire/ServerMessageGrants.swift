@@ -24,13 +24,17 @@ extension ServerMessage {
             /// For When In Use: true when it also applies to the subject's clients outside every login session
             /// while they run (`whileRunning`, protocol 1.6; absent: false — they follow the user's session).
             public var whileRunning: Bool
+            /// What the grant gives under the rules in force when a rule changes it — caps its accuracy, or denies
+            /// the subject access (`effective`, protocol 1.6; absent: it applies as stored).
+            public var effective: Effective?
 
             /// Makes the value; each parameter is the property of the same name (units there).
             public init(subject: GrantTarget?, allowed: Bool?, accuracy: AccuracyAuthorization? = nil,
                         created: UTCTime? = nil, expires: UTCTime? = nil, decidedBy: String? = nil, whenInUse: Bool = false,
-                        whileRunning: Bool = false) {
+                        whileRunning: Bool = false, effective: Effective? = nil) {
                 self.whenInUse = whenInUse
                 self.whileRunning = whileRunning
+                self.effective = effective
                 self.subject = subject
                 self.allowed = allowed
                 self.accuracy = accuracy
@@ -48,6 +52,12 @@ extension ServerMessage {
                 w.field("decidedBy", decidedBy)
                 if whenInUse { w.field("whenInUse", true) }
                 if whileRunning { w.field("whileRunning", true) }
+                if let effective {
+                    w.beginObject("effective")
+                    w.field("accuracy", effective.accuracy?.rawValue)
+                    w.field("reason", effective.reason)
+                    w.endObject()
+                }
             }
         }
 

@@ -12,7 +12,8 @@ enum GrantsCommand {
 
         Lists locationd's grants (root or the daemon's admin-group only), one row each: stored
         decisions ('always' grants and remembered refusals), pre-approved one-time grants, and the
-        live one-time grants of connected programs, with the accuracy granted, when it was made, when
+        live one-time grants of connected programs, with the accuracy granted (and, for a stored
+        decision a rule caps or denies, what applies: 'reduced (granted full)'), when it was made, when
         it expires and who decided. Then the fleet uplinks: name, broker, the accuracy each gets (its
         section's, capped by the policy; none when a rule denies it), format, and whether sharing is
         on or paused, with the reason under the row when the policy gives less than the section asks.
@@ -48,7 +49,7 @@ enum GrantsCommand {
         for grant in list.persistent {
             let allowed = grant.allowed == true
             rows.append([allowed ? (grant.whenInUse ? "when in use" : "always") : "denied", grant.subject?.description ?? "?",
-                         allowed ? grant.accuracy?.rawValue ?? "-" : "-", humanTime(grant.created),
+                         allowed ? accuracyShown(grant) : "-", humanTime(grant.created),
                          grant.expires.map(humanTime) ?? "never", grant.decidedBy ?? "-"])
         }
         for grant in list.preapproved {
@@ -67,6 +68,14 @@ enum GrantsCommand {
                          humanTime(grant.expires), "-"])
         }
         return renderTable(rows) + uplinks
+    }
+
+    /// The accuracy a stored grant's clients get: as granted, or what a rule leaves of it ("reduced (granted full)",
+    /// "none (a rule denies)").
+    static func accuracyShown(_ grant: ServerMessage.Grants.Stored) -> String {
+        let granted = grant.accuracy?.rawValue ?? "-"
+        guard let effective = grant.effective else { return granted }
+        return "\(effective.accuracy?.rawValue ?? "none, a rule denies") (granted \(granted))"
     }
 
     /// The uplinks, after the grants: UPLINK, BROKER, ACCURACY (what the policy lets it have), FORMAT,

@@ -194,6 +194,12 @@ struct WrongResultsCommandsTests {
         let user = await runLocationctl(["grant", "--user", "daemon", "--persistent"] + socket)
         #expect(user.stdout.contains("user daemon, reduced accuracy (the [policy] default allows no more than reduced accuracy; "
                                      + "clients that rule [client navit] matches get full accuracy)"), "\(user)")
+        // …and `grants` lists what applies beside what was granted (issue 33: it showed "full"); navit's applies as made.
+        let table = await runLocationctl(["grants"] + socket)
+        let rows = table.stdout.split(separator: "\n").map(String.init)
+        #expect(rows.contains { $0.hasPrefix("always") && $0.contains("user daemon") && $0.contains("reduced (granted full)") }, "\(table)")
+        #expect(rows.contains { $0.hasPrefix("always") && $0.contains("/usr/bin/navit") && $0.contains(" full ") && !$0.contains("granted") },
+                "\(table)")
 
         // Subjects that match no client are refused, and nothing is stored.
         let relative = await runLocationctl(["grant", "--executable", "relative/navit", "--persistent"] + socket)
