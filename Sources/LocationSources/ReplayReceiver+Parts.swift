@@ -16,7 +16,7 @@ extension ReplayReceiver {
         /// Whether playback starts over at the end.
         let loops: Bool
         private var descriptor = OwnedFileDescriptor()
-        private var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        private var chunk: [UInt8]
         private var filter = CaptureFilter()
         /// The last chunk read, `#` lines removed.
         private(set) var filtered: [UInt8] = []
@@ -26,9 +26,13 @@ extension ReplayReceiver {
         /// - Parameters:
         ///   - path: the capture file.
         ///   - loops: whether playback starts over at the end.
-        init(path: String, loops: Bool) {
+        ///   - paced: whether fixes are delivered at the capture's pace (a rate): then the file is read 1 KiB at a
+        ///     time, about an epoch of NMEA, so that the sentences counted (STATUS `sentences`) follow the fixes
+        ///     delivered instead of a whole small capture's at its first read (issue 33); else 64 KiB at a time.
+        init(path: String, loops: Bool, paced: Bool) {
             self.path = path
             self.loops = loops
+            chunk = [UInt8](repeating: 0, count: paced ? 1 << 10 : 1 << 16)
         }
 
         var isOpen: Bool { descriptor.isOpen }

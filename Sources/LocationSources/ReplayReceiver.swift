@@ -42,7 +42,7 @@ public final class ReplayReceiver: Receiver, @unchecked Sendable {
         self.priority = configuration.priority
         self.staleAfter = configuration.staleAfter
         self.core = ReceiverCore(configuration: configuration, type: "replay", path: file)
-        self.capture = Capture(path: file, loops: loop)
+        self.capture = Capture(path: file, loops: loop, paced: rate != nil)
         self.decoding = CountingDecoder(requiresChecksum: !configuration.allowMissingChecksum)
         self.pacing = Pacing(rate: rate)
     }

@@ -4,6 +4,7 @@ import Glibc
 import LocationCore
 import LocationPosix
 import LocationSources
+import NMEA
 import Testing
 
 @Suite("Replay receiver", .serialized)
@@ -38,6 +39,22 @@ struct ReplayReceiverTests {
         let elapsed = monotonic() - start
         receiver.stop()
         #expect(elapsed >= span / 20 * 0.9, "played \(span) s of capture in \(elapsed) s")
+    }
+
+    @Test("a paced replay counts the sentences it has reached, not the whole capture at once (issue 33)")
+    func pacedCounts() {
+        let name = "haicom-305N.log"
+        var decoder = NMEADecoder(requiresChecksum: true)
+        decoder.decode(TestCaptures.receiverBytes(name)) { _ in }
+        let total = decoder.statistics.framing.sentences
+        let receiver = ReplayReceiver(ReceiverConfiguration(name: "demo", source: .replay(file: TestCaptures.path(name), rate: 1, loop: false)))
+        let events = EventRecorder()
+        receiver.start(events.handler)
+        #expect(events.wait(timeout: 10) { $0.fixes.filter { $0.time != nil }.count >= 2 })
+        let counted = receiver.status.sentences
+        receiver.stop()
+        // 1 KiB read at a time: a few epochs ahead of the fixes delivered at most.
+        #expect(total > 200 && counted > 0 && counted < total / 4, "\(counted) of \(total) sentences counted after 2 fixes")
     }
 
     @Test("looping plays the capture again")
