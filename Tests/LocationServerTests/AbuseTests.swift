@@ -148,9 +148,7 @@ struct AbuseTests {
                                        daemonKeys: "max-clients-per-user = 1000",
                                        launcher: ["prlimit", "--nofile=48:48", "--"])
         // The warning is logged around the time the socket starts listening: wait for it (slow under sanitizers).
-        let warned = monotonic() + 5
-        while !daemon.log.contains("the open-file limit is below") && monotonic() < warned { usleep(20_000) }
-        #expect(daemon.log.contains("the open-file limit is below what max-clients needs"))
+        #expect(daemon.waitForLog(timeout: 5) { $0.contains("the open-file limit is below what max-clients needs") })
         let logBefore = daemon.log.utf8.count
         // Paced, so that the bound on connections waiting to be identified (8 per user) refuses none of
         // them: else, on a loaded machine, it refuses so many that the descriptors never run out.
@@ -159,9 +157,8 @@ struct AbuseTests {
         // Measured from the moment the daemon is at its limit (it refuses a connection it has no descriptors to
         // identify, or an accept fails), not after a guessed second: under a sanitizer the connections before
         // it take 1.5 s, and their passes (~70 ms each there) are the cost of admitting clients, not of the limit.
-        let atLimit = { daemon.log.contains("out of file descriptors") || daemon.log.contains("accept failed") }
-        while !atLimit() && monotonic() < began + 20 { usleep(20_000) }
-        #expect(atLimit(), "the daemon never ran out of descriptors")
+        #expect(daemon.waitForLog(timeout: 20) { $0.contains("out of file descriptors") || $0.contains("accept failed") },
+                "the daemon never ran out of descriptors")
         let cpuBefore = Self.cpuSeconds(daemon.pid)
         usleep(2_000_000)
         let cpu = Self.cpuSeconds(daemon.pid) - cpuBefore

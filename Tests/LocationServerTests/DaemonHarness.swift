@@ -113,6 +113,24 @@ final class DaemonProcess {
 
     var log: String { (FileManager.default.contents(atPath: logPath)).map { String(decoding: $0, as: UTF8.self) } ?? "" }
 
+    /// Waits until the log satisfies `condition`, for up to `timeout` seconds: woken by each write to it
+    /// (inotify IN_MODIFY), not by a guessed sleep. Returns whether it did.
+    func waitForLog(timeout: Double, _ condition: (String) -> Bool) -> Bool {
+        let watch = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
+        defer { if watch >= 0 { close(watch) } }
+        if watch >= 0 { _ = inotify_add_watch(watch, logPath, UInt32(IN_MODIFY)) }
+        let end = monotonic() + timeout
+        while !condition(log) {
+            let left = end - monotonic()
+            guard left > 0, watch >= 0 else { return condition(log) }
+            var ready = pollfd(fd: watch, events: Int16(POLLIN), revents: 0)
+            _ = poll(&ready, 1, Int32(min(left, 1) * 1000) + 1)
+            var events = [UInt8](repeating: 0, count: 4096)
+            while read(watch, &events, events.count) > 0 {}
+        }
+        return true
+    }
+
     deinit {
         stop(signal: SIGKILL)
         _ = try? FileManager.default.removeItem(atPath: directory)

@@ -36,7 +36,7 @@ struct FixRejectionEndToEndTests {
 
             \(PolicyEndToEndTests.rootSeesAll)
             """)
-        #expect(waitFor(10) { daemon.log.contains("receiver connected") }, "\(daemon.log)")
+        #expect(daemon.waitForLog(timeout: 10) { $0.contains("receiver connected") }, "\(daemon.log)")
         for start in stride(from: 0, to: bytes.count, by: 512) {
             _ = pty.write(Array(bytes[start..<min(start + 512, bytes.count)]))
         }
@@ -48,7 +48,7 @@ struct FixRejectionEndToEndTests {
         // Every sentence read, then the line closed, which ends the last epoch: every fix has been judged.
         #expect(waitFor(10) { status()?["sentences"]?.number == Double(sentences) })
         pty.close()
-        #expect(waitFor(10) { daemon.log.contains("receiver unavailable") }, "\(daemon.log)")
+        #expect(daemon.waitForLog(timeout: 10) { $0.contains("receiver unavailable") }, "\(daemon.log)")
         let receiver = try #require(status())
         #expect(receiver["fixes"]?.number == 0)
         let rejected = try #require(receiver["rejected"], "\(receiver)")

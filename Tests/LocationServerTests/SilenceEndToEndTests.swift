@@ -107,14 +107,12 @@ struct SilenceEndToEndTests {
 
             \(E2E.rootSeesAll)
             """)
-        let end = monotonic() + 10
-        while !daemon.log.contains("receiver connected"), monotonic() < end { usleep(20_000) }
+        #expect(daemon.waitForLog(timeout: 10) { $0.contains("receiver connected") }, "\(daemon.log)")
         for start in stride(from: 0, to: bytes.count, by: 512) {
             _ = pty.write(Array(bytes[start..<min(start + 512, bytes.count)]))
         }
         // Wait for the rule's first word on it (the log's line, once), the line kept open: the receiver is connected.
-        let logged = monotonic() + 10
-        while !daemon.log.contains("rejected: check-date"), monotonic() < logged { usleep(20_000) }
+        #expect(daemon.waitForLog(timeout: 10) { $0.contains("rejected: check-date") }, "\(daemon.log)")
         let printed = try Self.watchOutput(daemon, [], seconds: 3)
         #expect(printed.split(separator: "\n").first == "no fix: fixes rejected: gnss0: fix dated 2020-07-11 rejected: check-date; set check-date = no for captures",
                 "\(printed)")
