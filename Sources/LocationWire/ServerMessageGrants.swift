@@ -52,12 +52,7 @@ extension ServerMessage {
                 w.field("decidedBy", decidedBy)
                 if whenInUse { w.field("whenInUse", true) }
                 if whileRunning { w.field("whileRunning", true) }
-                if let effective {
-                    w.beginObject("effective")
-                    w.field("accuracy", effective.accuracy?.rawValue)
-                    w.field("reason", effective.reason)
-                    w.endObject()
-                }
+                effective?.write(to: &w)
             }
         }
 
@@ -159,6 +154,14 @@ extension ServerMessage {
                 self.accuracy = accuracy
                 self.reason = reason
             }
+
+            /// Writes the `effective` member: in the reply to `GRANT`, and on a stored grant in `GRANTS`.
+            func write(to w: inout JSONObjectWriter) {
+                w.beginObject("effective")
+                w.field("accuracy", accuracy?.rawValue)
+                w.field("reason", reason)
+                w.endObject()
+            }
         }
 
         /// A configured uplink (`[uplink NAME]`, a fleet's MQTT broker) and what the policy lets it publish
@@ -236,12 +239,7 @@ extension ServerMessage {
             w.objects("persistent", persistent) { $0.writeMembers(to: &$1) }
             w.objects("preapproved", preapproved) { $0.writeMembers(to: &$1) }
             w.objects("once", once) { $0.writeMembers(to: &$1) }
-            if let effective {
-                w.beginObject("effective")
-                w.field("accuracy", effective.accuracy?.rawValue)
-                w.field("reason", effective.reason)
-                w.endObject()
-            }
+            effective?.write(to: &w)
             w.field("revoked", revoked)
             if !uplinks.isEmpty { w.objects("uplinks", uplinks) { $0.writeMembers(to: &$1) } }
         }
