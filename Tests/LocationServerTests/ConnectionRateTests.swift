@@ -81,21 +81,27 @@ struct ConnectionRateTests {
         close(halfClosed.ours); close(halfClosed.theirs)
     }
 
-    /// Connects to argv[1] and reads the first line, again and again, for up to argv[2] connections or until
-    /// three were refused; prints `greeted refused` and the refusal's message.
+    /// Connects to argv[1] in groups of four connections opened at once, reads each one's first line and
+    /// closes them, again and again, for up to argv[2] connections or until three were refused; prints
+    /// `greeted refused` and the refusal's message. Groups, not one connection at a time: the daemon
+    /// identifies the connections that arrive together in one pass, so a group costs it about what one
+    /// connection does, and the user outruns 16 a second however slow the daemon's build is (one at a
+    /// time, a sanitized daemon identified about 13 a second and never refused one).
     static let churn = """
         import socket, sys
         greeted = refused = 0
         message = ""
-        for _ in range(int(sys.argv[2])):
-            s = socket.socket(socket.AF_UNIX); s.settimeout(30); s.connect(sys.argv[1])
-            line = s.makefile("rb").readline()
-            s.close()
-            if b'"VERSION"' in line: greeted += 1
-            else:
-                refused += 1
-                message = line.decode().split('"message":"')[-1].split('"')[0]
-                if refused == 3: break
+        while greeted + refused < int(sys.argv[2]) and refused < 3:
+            group = []
+            for _ in range(4):
+                s = socket.socket(socket.AF_UNIX); s.settimeout(30); s.connect(sys.argv[1]); group.append(s)
+            for s in group:
+                line = s.makefile("rb").readline()
+                if b'"VERSION"' in line: greeted += 1
+                else:
+                    refused += 1
+                    message = line.decode().split('"message":"')[-1].split('"')[0]
+            for s in group: s.close()
         print(greeted, refused, message)
         """
 
@@ -115,16 +121,17 @@ struct ConnectionRateTests {
         let daemon = try DaemonProcess(config: PolicyEndToEndTests.config(policy: "access = ask", clients: ""),
                                        daemonKeys: "max-clients-per-user = 8")
         defer { daemon.stop() }
-        // 8 at once, then 16 a second: each connection here waits for its greeting, so more than 8 get in,
-        // as many as were identified while the bucket refilled.
+        // 8 at once, then 16 a second: more than 8 get in, as many as were identified while the bucket
+        // refilled, and then a group of four finds at most one token.
         let first = try Self.churn(daemon.socketPath, uid: 1, connections: 2000)
-        #expect(first.greeted >= 8 && first.refused == 3, "\(first)")
+        #expect(first.greeted >= 8 && first.refused >= 3, "\(first)")
         #expect(first.message == "too many new connections of this user (16 a second); try again later", "\(first)")
-        let other = try Self.churn(daemon.socketPath, uid: 2, connections: 3)
-        #expect(other.greeted == 3 && other.refused == 0, "\(other)")
+        let other = try Self.churn(daemon.socketPath, uid: 2, connections: 4)
+        #expect(other.greeted == 4 && other.refused == 0, "\(other)")
+        // The bucket refills at 16 a second: 4 connections' worth in 0.25 s, 9 in 0.6 s.
         usleep(600_000)
-        let again = try Self.churn(daemon.socketPath, uid: 1, connections: 3)
-        #expect(again.greeted == 3, "8 connections' worth refilled in 0.5 s: \(again)")
+        let again = try Self.churn(daemon.socketPath, uid: 1, connections: 4)
+        #expect(again.greeted == 4, "9 connections' worth refilled in 0.6 s: \(again)")
         #expect(daemon.log.contains("too many new connections of this user"))
     }
 }
