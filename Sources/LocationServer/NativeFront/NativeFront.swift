@@ -249,6 +249,11 @@ public final class NativeFront: Sendable {
                 guard let self else { return }
                 self.queue.async { self.post(.grantsSaved(admin: reply, request: request, error: error, extra: extra)) }
             }
+        case let .saveSharing(text, path, reply):
+            store.saveSharing(text, at: path) { [weak self] in
+                guard let self else { return }
+                self.queue.async { self.post(.sharingSaved(reply: reply)) }
+            }
         case .watchLoginSessions:
             identityQueue.async { [weak self] in self?.watchLoginSessions() }
         case .recheckHolders(let checks):

@@ -50,31 +50,33 @@ extension ServerState {
             send(id, ServerMessage.error(request: "SHARE", message: "permission denied: root, the admin group or the share-group only"))
             return
         }
-        if let sharing {
-            let state = SharingState(pausedUntil: sharing ? nil : forSeconds.map { now.wall + $0 } ?? .infinity)
-            setSharing(state, discard: discard, at: now.wall)
-            var what = sharing ? "sharing on" : forSeconds.map { "sharing off for \(DurationText.minutesAndSeconds(Int($0.rounded(.up))))" } ?? "sharing off"
-            if discard { what += ", spooled reports discarded" }
-            context.store.record(AuditEvent(event: "share", identity: identity, name: nil, request: "SHARE", status: sharing ? "on" : "off",
-                                            accuracy: nil, reason: what + " (\(publisher.uplinks.entries.count) uplinks)"), at: now.wall)
-            context.log.notice(what, ["client.uid": String(identity.uid), "client.pid": String(identity.pid),
-                                      "until": state.pausedUntil.map { $0.isInfinite ? "switched on" : UTCTime(unixSeconds: $0).iso8601 } ?? "-"])
-        }
-        send(id, shareReply(at: now.wall))
+        guard let sharing else { return send(id, shareReply(at: now.wall)) }
+        let state = SharingState(pausedUntil: sharing ? nil : forSeconds.map { now.wall + $0 } ?? .infinity)
+        setSharing(state, discard: discard, reply: id, at: now.wall)
+        var what = sharing ? "sharing on" : forSeconds.map { "sharing off for \(DurationText.minutesAndSeconds(Int($0.rounded(.up))))" } ?? "sharing off"
+        if discard { what += ", spooled reports discarded" }
+        context.store.record(AuditEvent(event: "share", identity: identity, name: nil, request: "SHARE", status: sharing ? "on" : "off",
+                                        accuracy: nil, reason: what + " (\(publisher.uplinks.entries.count) uplinks)"), at: now.wall)
+        context.log.notice(what, ["client.uid": String(identity.uid), "client.pid": String(identity.pid),
+                                  "until": state.pausedUntil.map { $0.isInfinite ? "switched on" : UTCTime(unixSeconds: $0).iso8601 } ?? "-"])
     }
 
     /// Puts `state` in force, tells the uplinks (`discard`, while paused: to drop what their spools hold), arms the
-    /// end of a timed pause, and writes the state file.
-    mutating func setSharing(_ state: SharingState, discard: Bool = false, at wall: Double) {
+    /// end of a timed pause, and has the state file written; connection `reply` gets the SHARE reply once it is
+    /// (at once when no file is kept).
+    mutating func setSharing(_ state: SharingState, discard: Bool = false, reply: Int?, at wall: Double) {
         publisher.uplinks.sharing = state
         let paused = state.isPaused(at: wall)
         for uplink in publisher.uplinks.entries { uplink.sharingSink?(paused ? .off(discard: discard) : .on) }
         armPauseEnd(at: wall)
-        guard let path = publisher.uplinks.settings.path else { return }
-        // Written before the reply, in this turn: a switch turned off must hold across a crash right
-        // after `locationctl share off` returned. A few bytes and two fsyncs, on a rare request.
-        let text = state.fileText
-        writeSharingFile(path, text)
+        guard let path = publisher.uplinks.settings.path else {
+            if let reply { send(reply, shareReply(at: wall)) }
+            return
+        }
+        // Written before the reply: a switch turned off must hold across a crash right after `locationctl
+        // share off` returned. On the store's queue, so that its two fsyncs hold up no client's fix; in
+        // order with every other SHARE's file.
+        effects.append(.saveSharing(text: state.fileText, path: path, reply: reply))
     }
 
     /// Arms the timer that ends the timed pause in force, if any (`ServerEvent.sharingPauseEnds`).

@@ -21,6 +21,9 @@ enum Effect: Sendable {
     case schedule(ServerEvent, after: Duration)
     /// Write the grants as they are now; then `grantsSaved`, handing back `extra` for the reply.
     case saveGrants(reply: Int?, request: String, extra: ServerMessage.Grants)
+    /// Write the sharing switch's state file (`text`; nil: remove it) at `path`; then `sharingSaved`,
+    /// which sends connection `reply` (if any) the SHARE reply.
+    case saveSharing(text: String?, path: String, reply: Int?)
     /// Read a page of the audit files; then `auditRead`.
     case readAudit(reply: Int, since: Double?, cursor: AuditCursor?, limit: Int?)
     /// Start asking logind about users' login sessions (`watchLoginSessionsIfNeeded`).
@@ -47,6 +50,8 @@ enum ServerEvent: Sendable {
     /// GRANTS with `extra`'s `effective` (GRANT) and `revoked` (REVOKE) added.
     case grantsSaved(admin: Int?, request: String, error: Errno?, extra: ServerMessage.Grants)
     case auditRead(admin: Int, page: AuditPage)
+    /// The sharing state file was written (`saveSharing`); `reply` waits for its SHARE reply.
+    case sharingSaved(reply: Int?)
     /// A re-check of connections' holders came back (`recheckHolders`).
     case holdersChecked([HolderCheckResult])
 }
@@ -313,6 +318,8 @@ struct ServerState {
             }
         case .holdersChecked(let results):
             holdersChecked(results, at: now)
+        case .sharingSaved(let reply):
+            if let reply { send(reply, shareReply(at: now.wall)) }
         case let .auditRead(admin, page):
             var m = JSONMembers()
             m.rawArray("events", page.lines)

@@ -68,6 +68,15 @@ public final class PolicyStore: Sendable {
         }
     }
 
+    /// Writes the sharing switch's state file (`writeSharingFile`: temporary file, fsync, rename, fsync of
+    /// the directory; nil text removes it), after every earlier write of this store, then calls `completion`.
+    func saveSharing(_ text: String?, at path: String, completion: @escaping @Sendable () -> Void) {
+        queue.async {
+            writeSharingFile(path, text)
+            completion()
+        }
+    }
+
     /// Appends one audit record (and logs it): who, what was asked, the outcome and why — to the file of
     /// the client's user (`AuditBucket`), within that user's budget for the event's kind (`AuditBudget`:
     /// the rest are counted, and the next recorded one says how many); an administrator's grant or revoke
