@@ -27,19 +27,21 @@ struct UplinkStoreAndForwardTests {
         return locations(output).map(\.tst).filter { seen.insert($0).inserted }
     }
 
-    @Test("broker stopped mid-replay for 30 s, then restarted: every report of the capture arrives, each tst once, in order")
+    @Test("broker stopped mid-replay until 15 reports wait in the spool, then restarted: every report of the capture arrives, each tst once, in order")
     func outage() throws {
         let expected = try decodedPositions()
         let scratch = try Scratch()
         let broker = try Broker(scratch: scratch, persistent: true)
         let passwordFile = scratch.write("fleet.password", Broker.password + "\n", mode: 0o600)
         let reports = try broker.subscribe("fleet/fleet", seconds: 120, name: "reports", session: "consumer")
-        // The capture's 71 s at 1.5× its pace: about 47 s, so that the 30 s outage falls inside the replay.
-        let daemon = try UplinkDaemon(scratch: scratch, uplink: Self.section(port: broker.port, passwordFile: passwordFile), rate: "1.5")
+        // The capture's 71 s at 3× its pace: about 24 s, so that the outage (15 reports, 5 s) falls inside the replay.
+        let daemon = try UplinkDaemon(scratch: scratch, uplink: Self.section(port: broker.port, passwordFile: passwordFile), rate: "3")
         #expect(eventually(15) { locations(reports.output).count >= 10 }, "\(daemon.log)")
         broker.stop(SIGTERM)
         let before = Set(locations(reports.output).map(\.tst)).count
-        sleep(30)
+        // The outage lasts until reports wait in the spool's journal, not for a guessed time.
+        let spool = scratch.path + "/state/uplink-fleet.spool"
+        #expect(eventually(30) { spooledReports(spool).reports.count >= 15 }, "\(daemon.log)")
         #expect(!daemon.log.contains("end of file"), "the replay ended during the outage")
         #expect(daemon.log.contains("uplink not connected"), "\(daemon.log)")
         try broker.start()
