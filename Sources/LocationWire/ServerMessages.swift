@@ -294,6 +294,21 @@ public struct AuditRecord: Hashable, Sendable {
         self.reason = reason
     }
 
+    /// The event as one JSON object, without a newline: a line of the daemon's audit files (`audit.jsonl`,
+    /// `audit-uid-N.jsonl`) and an element of `AUDIT.events` (docs/PROTOCOL.md "AUDIT"). Members in the
+    /// protocol page's order — `unix` (Unix seconds, shortest text that reads back), `time` (ISO 8601 UTC,
+    /// milliseconds), `event`, `client`, `request`, `status`, `accuracy`, `reason` — nil ones left out.
+    /// `init(decoding:)` reads it back.
+    public func encoded() -> [UInt8] {
+        var w = JSONObjectWriter(reservingCapacity: 256)
+        w.begin()
+        writeMembers(to: &w)
+        w.end(newline: false)
+        var out: [UInt8] = []
+        w.append(to: &out)
+        return out
+    }
+
     /// Writes the event's members into the current object.
     func writeMembers(to w: inout JSONObjectWriter) {
         w.field("unix", unixTime)
