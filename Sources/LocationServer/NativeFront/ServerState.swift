@@ -314,10 +314,7 @@ struct ServerState {
         case .holdersChecked(let results):
             holdersChecked(results, at: now)
         case let .auditRead(admin, page):
-            var m = JSONMembers()
-            m.rawArray("events", page.lines)
-            m.string("next", page.next?.text)
-            send(admin, ServerMessage.object("AUDIT", members: m.bytes))
+            send(admin, ServerMessage.audit(.init(events: page.events, next: page.next?.text)).encoded())
         }
     }
 
