@@ -25,17 +25,6 @@ extension ServerMessage {
     public static func state(fix: Bool, reason: String?, waiting: String? = nil, nextReportIn: Double? = nil) -> [UInt8] {
         ServerMessage.state(State(fix: fix, reason: reason, waiting: waiting, nextReportIn: nextReportIn)).encoded()
     }
-
-    /// `POLL` reply wrapping one TPV line as `GPSDEncoder.appendTPV` wrote it (the fan-out's fast path;
-    /// a trailing newline is dropped). `ServerMessage.poll(Poll)` is the same message as a value.
-    public static func poll(tpv: [UInt8]) -> [UInt8] {
-        var out = Array(#"{"class":"POLL","tpv":["#.utf8)
-        var body = tpv
-        if body.last == 10 { body.removeLast() }
-        out.append(contentsOf: body)
-        out.append(contentsOf: Array("]}\n".utf8))
-        return out
-    }
 }
 
 /// One receiver's line in a `STATUS` reply, as the daemon builds it: the message's own receiver value.

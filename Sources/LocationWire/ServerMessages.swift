@@ -146,9 +146,10 @@ public enum ServerMessage: Equatable, Sendable {
         public static let insufficientlyInUse = "insufficientlyInUse"
     }
 
-    /// `POLL` reply: the first fix after the request, in a one-element `tpv` array.
+    /// `POLL` reply: the first fix after the request, in a one-element `tpv` array
+    /// (`{"class":"POLL","tpv":[{"class":"TPV",…}]}`, docs/PROTOCOL.md "POLL").
     public struct Poll: Equatable, Sendable {
-        /// The fixes (`tpv`); the server sends one.
+        /// The fixes (`tpv`), each encoded as a `TPV` line is; the server sends one.
         public var tpv: [TPV]
 
         /// Makes the value; each parameter is the property of the same name (units there).
