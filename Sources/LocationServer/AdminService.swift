@@ -148,7 +148,7 @@ extension ServerState {
                 }
             }
             context.store.record(AuditEvent(event: "grant", identity: identity, request: "GRANT \(kind.rawValue)\(standing ? " standing" : "") \(subject) \(level.rawValue)",
-                                            status: nil, accuracy: level.rawValue, reason: "by administrator \(by)"), at: now.wall)
+                                            status: nil, accuracy: level, reason: "by administrator \(by)"), at: now.wall)
             deliver(publisher.reevaluateAll(because: nil, at: now), at: now.wall)
         case let .revoke(target):
             let subject = AdminService.subject(target)

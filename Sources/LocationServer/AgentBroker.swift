@@ -201,7 +201,7 @@ extension ServerState {
             if pending.question.upgrade {
                 // Not upgraded: the client keeps When In Use, and is told so.
                 let state = publisher.authorization(of: client, at: now)
-                audit("decision", client, request: pending.request, status: state.status.rawValue, accuracy: state.accuracy?.rawValue,
+                audit("decision", client, request: pending.request, status: state.status.rawValue, accuracy: state.accuracy,
                       reason: reason + "; the upgrade to Always was not made", at: now.wall)
                 announce(client, state, at: now.wall)
                 continue
@@ -254,7 +254,7 @@ extension ServerState {
                 changeGrants(reply: nil, request: "ANSWER") { $0.replaceDecision(withStanding: standing) }
             }
             let state = publisher.authorization(of: client, at: now)
-            audit("decision", client, request: pending.request, status: state.status.rawValue, accuracy: state.accuracy?.rawValue,
+            audit("decision", client, request: pending.request, status: state.status.rawValue, accuracy: state.accuracy,
                   reason: "agent \(by) answered \(answer.rawValue)", at: now.wall)
             announce(client, state, at: now.wall)
             if parsed == .deny, pending.request == "FULLACCURACY" {

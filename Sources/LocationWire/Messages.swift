@@ -25,17 +25,6 @@ extension ServerMessage {
     public static func state(fix: Bool, reason: String?, waiting: String? = nil, nextReportIn: Double? = nil) -> [UInt8] {
         ServerMessage.state(State(fix: fix, reason: reason, waiting: waiting, nextReportIn: nextReportIn)).encoded()
     }
-
-    /// `POLL` reply wrapping one TPV line as `GPSDEncoder.appendTPV` wrote it (the fan-out's fast path;
-    /// a trailing newline is dropped). `ServerMessage.poll(Poll)` is the same message as a value.
-    public static func poll(tpv: [UInt8]) -> [UInt8] {
-        var out = Array(#"{"class":"POLL","tpv":["#.utf8)
-        var body = tpv
-        if body.last == 10 { body.removeLast() }
-        out.append(contentsOf: body)
-        out.append(contentsOf: Array("]}\n".utf8))
-        return out
-    }
 }
 
 /// One receiver's line in a `STATUS` reply, as the daemon builds it: the message's own receiver value.
@@ -71,90 +60,5 @@ extension ServerMessage {
                                      standing: Bool = false, inUse: Bool = true) -> [UInt8] {
         ServerMessage.authorization(Authorization(status: status, accuracy: accuracy, reason: reason, standing: standing,
                                                   inUse: inUse)).encoded()
-    }
-
-    /// A generic object from already-encoded member pairs: `{"class":NAME,<members>}`.
-    public static func object(_ name: String, members: [UInt8]) -> [UInt8] {
-        var out = Array("{\"class\":\"\(name)\"".utf8)
-        if !members.isEmpty {
-            out.append(UInt8(ascii: ","))
-            out.append(contentsOf: members)
-        }
-        out.append(contentsOf: Array("}\n".utf8))
-        return out
-    }
-}
-
-/// Builds the members of a JSON object (no braces) for `ServerMessage.object`.
-public struct JSONMembers {
-    public private(set) var bytes: [UInt8] = []
-
-    public init() {}
-
-    private mutating func key(_ k: String) {
-        if !bytes.isEmpty { bytes.append(UInt8(ascii: ",")) }
-        var w = JSONObjectWriter(reservingCapacity: 16)
-        w.appendString(k)
-        bytes.append(contentsOf: w.bytes)
-        bytes.append(UInt8(ascii: ":"))
-    }
-
-    public mutating func string(_ k: String, _ v: String?) {
-        guard let v else { return }
-        key(k)
-        var w = JSONObjectWriter(reservingCapacity: v.utf8.count + 2)
-        w.appendString(v)
-        bytes.append(contentsOf: w.bytes)
-    }
-
-    public mutating func number(_ k: String, _ v: Double?) {
-        guard let v, v.isFinite else { return }
-        key(k)
-        var w = JSONObjectWriter(reservingCapacity: 24)
-        w.appendDouble(v)
-        bytes.append(contentsOf: w.bytes)
-    }
-
-    public mutating func integer(_ k: String, _ v: Int?) {
-        guard let v else { return }
-        key(k)
-        bytes.append(contentsOf: Array(String(v).utf8))
-    }
-
-    public mutating func bool(_ k: String, _ v: Bool) {
-        key(k)
-        bytes.append(contentsOf: Array((v ? "true" : "false").utf8))
-    }
-
-    /// A nested object.
-    public mutating func object(_ k: String, _ members: JSONMembers) {
-        key(k)
-        bytes.append(UInt8(ascii: "{"))
-        bytes.append(contentsOf: members.bytes)
-        bytes.append(UInt8(ascii: "}"))
-    }
-
-    /// An array of nested objects.
-    public mutating func objects(_ k: String, _ items: [JSONMembers]) {
-        key(k)
-        bytes.append(UInt8(ascii: "["))
-        for (i, item) in items.enumerated() {
-            if i > 0 { bytes.append(UInt8(ascii: ",")) }
-            bytes.append(UInt8(ascii: "{"))
-            bytes.append(contentsOf: item.bytes)
-            bytes.append(UInt8(ascii: "}"))
-        }
-        bytes.append(UInt8(ascii: "]"))
-    }
-
-    /// An array of raw JSON values (e.g. audit lines, already JSON).
-    public mutating func rawArray(_ k: String, _ items: [String]) {
-        key(k)
-        bytes.append(UInt8(ascii: "["))
-        for (i, item) in items.enumerated() {
-            if i > 0 { bytes.append(UInt8(ascii: ",")) }
-            bytes.append(contentsOf: Array(item.utf8))
-        }
-        bytes.append(UInt8(ascii: "]"))
     }
 }

@@ -173,6 +173,23 @@ extension AuditRecord {
         try self.init(MemberReader(members, path: "AUDIT.events[]"))
     }
 
+    /// Reads one line of the daemon's audit files (the object `encoded()` writes), as strictly as
+    /// `ServerMessage.decode` reads an `AUDIT.events` element: RFC 8259 JSON, known members of their
+    /// type, `time` ISO 8601 UTC, `accuracy` `"full"` or `"reduced"`; unknown members are ignored.
+    /// - Parameter line: the line, with or without its newline.
+    /// - Throws: `ServerMessageError` (class `"AUDIT"`) saying what is wrong.
+    public init(decoding line: some Collection<UInt8>) throws(ServerMessageError) {
+        var bytes = Array(line)
+        while let last = bytes.last, last == 10 || last == 13 { bytes.removeLast() }
+        let document: JSONValue
+        do {
+            document = try JSONReader.read(bytes)
+        } catch {
+            throw ServerMessageError(className: "AUDIT", message: "invalid JSON: \(error)")
+        }
+        try self.init(document)
+    }
+
     init(_ m: MemberReader) throws(ServerMessageError) {
         self.init(unixTime: try m.number("unix"), time: try m.time("time"), event: try m.string("event"),
                   client: try m.object("client").map(ClientDescription.init), request: try m.string("request"),

@@ -3,7 +3,8 @@ import LocationCore
 extension ServerMessage {
     /// `TPV`: a location report, gpsd_json(5)'s TPV plus `heading` and `accuracy` (docs/PROTOCOL.md
     /// "TPV"). Encoded with gpsd's precisions, as `GPSDEncoder.appendTPV` writes a fix (the daemon's
-    /// fast path); a value made from a fix with `init(_:accuracy:)` encodes to the same bytes.
+    /// fast path, the stream); a value made from a fix with `init(_:accuracy:)` encodes to the same bytes
+    /// (the daemon's `POLL` reply is made so).
     public struct TPV: Equatable, Sendable {
         /// The receiver it came from (`device`).
         public var device: String?

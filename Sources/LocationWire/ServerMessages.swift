@@ -146,9 +146,10 @@ public enum ServerMessage: Equatable, Sendable {
         public static let insufficientlyInUse = "insufficientlyInUse"
     }
 
-    /// `POLL` reply: the first fix after the request, in a one-element `tpv` array.
+    /// `POLL` reply: the first fix after the request, in a one-element `tpv` array
+    /// (`{"class":"POLL","tpv":[{"class":"TPV",…}]}`, docs/PROTOCOL.md "POLL").
     public struct Poll: Equatable, Sendable {
-        /// The fixes (`tpv`); the server sends one.
+        /// The fixes (`tpv`), each encoded as a `TPV` line is; the server sends one.
         public var tpv: [TPV]
 
         /// Makes the value; each parameter is the property of the same name (units there).
@@ -292,6 +293,21 @@ public struct AuditRecord: Hashable, Sendable {
         self.status = status
         self.accuracy = accuracy
         self.reason = reason
+    }
+
+    /// The event as one JSON object, without a newline: a line of the daemon's audit files (`audit.jsonl`,
+    /// `audit-uid-N.jsonl`) and an element of `AUDIT.events` (docs/PROTOCOL.md "AUDIT"). Members in the
+    /// protocol page's order — `unix` (Unix seconds, shortest text that reads back), `time` (ISO 8601 UTC,
+    /// milliseconds), `event`, `client`, `request`, `status`, `accuracy`, `reason` — nil ones left out.
+    /// `init(decoding:)` reads it back.
+    public func encoded() -> [UInt8] {
+        var w = JSONObjectWriter(reservingCapacity: 256)
+        w.begin()
+        writeMembers(to: &w)
+        w.end(newline: false)
+        var out: [UInt8] = []
+        w.append(to: &out)
+        return out
     }
 
     /// Writes the event's members into the current object.

@@ -10,7 +10,7 @@ import Testing
 struct CommandExitCodeTests {
     /// A POLL reply with the first 3D fix of haicom-305N.log.
     static var pollReply: [UInt8] {
-        ServerMessage.poll(tpv: Array(CannedLines.first3D.utf8) + [10])
+        Array((#"{"class":"POLL","tpv":["# + CannedLines.first3D + "]}\n").utf8)
     }
 
     @Test("get: AUTHORIZE with the options given, then POLL; exit 0 with the location")

@@ -242,9 +242,7 @@ struct LocationClientTests {
         try await withFakeServer({ peer in
             peer.greet()
             guard peer.readLine() != nil else { return }
-            var tpv: [UInt8] = Array(CannedLines.withEPV.utf8)
-            tpv.append(10)
-            peer.send(bytes: ServerMessage.poll(tpv: tpv))
+            peer.send(#"{"class":"POLL","tpv":["# + CannedLines.withEPV + "]}")
             guard peer.readLine() != nil else { return }
             peer.send(#"{"class":"ERROR","request":"POLL","message":"no fix within 1 s"}"#)
             guard peer.readLine() != nil else { return }

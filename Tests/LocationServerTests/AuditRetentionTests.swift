@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import LocationPosix
+import LocationWire
 @testable import LocationServer
 import Testing
 import TestSupport
@@ -122,6 +123,21 @@ struct AuditRetentionTests {
         let page = AuditPage.select(records, since: since, after: cursor)
         #expect(page.lines.count == count)
         #expect(page.lines.first.flatMap { AuditLog.unixTime(of: Substring($0)) } == first)
+        #expect(page.next == nil)
+    }
+
+    @Test("a page's lines are read as records that encode back to the stored bytes; a damaged line is left out")
+    func pageRecords() throws {
+        let dir = Self.directory()
+        let log = AuditLog(directory: dir, retention: AuditRetention())
+        let stored = #"{"unix":1764480000.5,"time":"2025-11-30T05:20:00.500Z","event":"decision","client":{"pid":4242,"uid":1000,"user":"alice","exe":"/usr/bin/navit","name":"My Navigator"},"request":"AUTHORIZE","status":"authorizedOnce","accuracy":"full","reason":"..."}"#
+        log.append(Array(stored.utf8), to: .user(1000))
+        log.append(Array(#"{"unix":1764480001,"event":"decision","client":{"uid":1000"#.utf8), to: .user(1000))  // cut short
+        log.append(Self.line(1_764_480_002, uid: 1000, 3), to: .user(1000))
+        let page = log.page(since: nil, after: nil)
+        #expect(page.lines.count == 3)
+        #expect(page.events.map { String(decoding: $0.encoded(), as: UTF8.self) } ==
+                [stored, String(decoding: Self.line(1_764_480_002, uid: 1000, 3), as: UTF8.self)])
         #expect(page.next == nil)
     }
 

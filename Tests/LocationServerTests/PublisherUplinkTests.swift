@@ -77,7 +77,7 @@ struct PublisherUplinkTests {
         let audits = deliveries.compactMap { if case .audit(let e) = $0, e.event == "delivery" { return e } else { return nil } }
         #expect(audits.count == 2)
         #expect(audits.map(\.name) == ["uplink all", "uplink sparse"])
-        #expect(audits.allSatisfy { $0.reason.contains("first delivery") && $0.accuracy == "full" })
+        #expect(audits.allSatisfy { $0.reason.contains("first delivery") && $0.accuracy == .full })
     }
 
     @Test("an uplink asking full under a [policy] default of reduced gets the reduced fix, paced; GRANTS says so and why")
@@ -94,7 +94,7 @@ struct PublisherUplinkTests {
                                                        requested: .full, sharing: true,
                                                        reason: "[policy] default allows no more than reduced accuracy")])
         let decisions = deliveries.compactMap { if case .audit(let e) = $0, e.event == "decision" { return e } else { return nil } }
-        #expect(decisions.map(\.accuracy) == ["reduced"])
+        #expect(decisions.map(\.accuracy) == [.reduced])
     }
 
     @Test("a [client] rule matching the daemon's executable caps, raises or denies its uplinks; a reload's new rule applies at the next fix")

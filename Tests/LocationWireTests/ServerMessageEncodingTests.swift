@@ -19,8 +19,6 @@ struct ServerMessageEncodingTests {
         #expect(Self.text(ServerMessage.state(fix: true, reason: nil)) == #"{"class":"STATE","fix":true}"# + "\n")
         #expect(Self.text(ServerMessage.watch(enable: true, minInterval: 1.5, distanceFilter: 10)) ==
                 #"{"class":"WATCH","enable":true,"minInterval":1.5,"distanceFilter":10}"# + "\n")
-        let tpv = #"{"class":"TPV","mode":3,"time":"2007-04-08T09:53:08.801Z","lat":-27.210781667,"lon":153.05213,"accuracy":"full"}"#
-        #expect(Self.text(ServerMessage.poll(tpv: Array((tpv + "\n").utf8))) == #"{"class":"POLL","tpv":["# + tpv + "]}\n")
         let authorization = #"{"class":"AUTHORIZATION","status":"authorizedOnce","accuracy":"full","reason":"one-time grant for this connection"}"# + "\n"
         #expect(Self.text(ServerMessage.authorization(status: .authorizedOnce, accuracy: .full,
                                                       reason: "one-time grant for this connection")) == authorization)

@@ -27,7 +27,9 @@ extension ServerState {
                 send(at: index, id, accuracy == .full && wantsSatellites ? publisher.fullReportWithSatellites() : publisher.reportBytes(accuracy),
                      isLocation: true)
             case let .pollReply(id, accuracy):
-                send(id, ServerMessage.poll(tpv: publisher.reportBytes(accuracy)))
+                // Encoded for this reply (POLLs are few; the stream's TPV is cached once per fix): the same TPV bytes.
+                let tpv = publisher.reportFix(accuracy).map { [ServerMessage.TPV($0, accuracy: accuracy)] } ?? []
+                send(id, ServerMessage.poll(.init(tpv: tpv)).encoded())
             case let .fixState(id, fix):
                 // Full accuracy: a reduced client's fix is lost by `.silence(.noFix)`.
                 if !fix, noFixReason == nil { noFixReason = self.noFixReasons() }

@@ -141,7 +141,7 @@ extension ServerState {
         if case .invalid = decision {} else { publisher.changeSession(of: id) { $0 = $0.asking(request) } }
         switch decision {
         case .authorized(let state):
-            audit("decision", id, request: name, status: state.status.rawValue, accuracy: state.accuracy?.rawValue,
+            audit("decision", id, request: name, status: state.status.rawValue, accuracy: state.accuracy,
                   reason: state.reason, at: now.wall)
             announce(id, state, at: now.wall)
         case let .grantOnce(accuracy, preapproval):
@@ -160,7 +160,7 @@ extension ServerState {
             }
             if let ends = publisher.subscribers[id]?.session.once?.ends { scheduleOnceCheck(ends, at: now) }
             let state = publisher.authorization(of: id, at: now)
-            audit("decision", id, request: name, status: state.status.rawValue, accuracy: state.accuracy?.rawValue,
+            audit("decision", id, request: name, status: state.status.rawValue, accuracy: state.accuracy,
                   reason: reason, at: now.wall)
             announce(id, state, at: now.wall)
         case let .refuse(status, reason):
@@ -180,7 +180,7 @@ extension ServerState {
     }
 
     /// Writes an audit record about client `id`.
-    mutating func audit(_ event: String, _ id: Int, request: String?, status: String?, accuracy: String?, reason: String,
+    mutating func audit(_ event: String, _ id: Int, request: String?, status: String?, accuracy: AccuracyAuthorization?, reason: String,
                         at wall: Double) {
         guard let subscriber = publisher.subscribers[id] else { return }
         context.store.record(AuditEvent(event: event, identity: subscriber.identity, name: subscriber.displayName,

@@ -321,10 +321,7 @@ struct ServerState {
         case .sharingSaved(let reply):
             if let reply { send(reply, shareReply(at: now.wall)) }
         case let .auditRead(admin, page):
-            var m = JSONMembers()
-            m.rawArray("events", page.lines)
-            m.string("next", page.next?.text)
-            send(admin, ServerMessage.object("AUDIT", members: m.bytes))
+            send(admin, ServerMessage.audit(.init(events: page.events, next: page.next?.text)).encoded())
         }
     }
 

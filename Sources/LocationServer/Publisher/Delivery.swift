@@ -51,7 +51,8 @@ struct AuditEvent: Sendable {
     var name: String?
     var request: String?
     var status: String?
-    var accuracy: String?
+    /// The accuracy granted or delivered.
+    var accuracy: AccuracyAuthorization?
     var reason: String
 }
 

@@ -116,7 +116,7 @@ extension Publisher {
                     uplinks.entries[index].lastState = state
                     let uplink = uplinks.entries[index]
                     out.append(.audit(AuditEvent(event: "decision", identity: uplink.identity, name: "uplink " + uplink.subscription.name,
-                                                 request: nil, status: state.status.rawValue, accuracy: state.accuracy?.rawValue,
+                                                 request: nil, status: state.status.rawValue, accuracy: state.accuracy,
                                                  reason: "uplink \(uplink.subscription.name) → \(uplink.subscription.destination): \(state.reason)")))
                 }
             }
@@ -137,7 +137,7 @@ extension Publisher {
                 uplinks.entries[index].audited = true
                 let subscription = uplinks.entries[index].subscription
                 out.append(.audit(AuditEvent(event: "delivery", identity: uplinks.entries[index].identity, name: "uplink " + subscription.name,
-                                             request: nil, status: "authorizedPersistent", accuracy: accuracy.rawValue,
+                                             request: nil, status: "authorizedPersistent", accuracy: accuracy,
                                              reason: "uplink \(subscription.name) → \(subscription.destination): first delivery")))
             }
         }

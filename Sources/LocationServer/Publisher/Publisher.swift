@@ -360,7 +360,7 @@ struct Publisher {
         guard subscriber.auditedDelivery != state else { return }
         subscribers[slot: index].auditedDelivery = state
         out.append(.audit(AuditEvent(event: "delivery", identity: subscriber.identity, name: subscriber.displayName, request: nil,
-                                     status: state.status.rawValue, accuracy: state.accuracy?.rawValue,
+                                     status: state.status.rawValue, accuracy: state.accuracy,
                                      reason: "first location under this grant")))
     }
 

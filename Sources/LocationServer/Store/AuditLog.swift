@@ -110,9 +110,11 @@ public final class AuditLog: @unchecked Sendable {
         return out
     }
 
-    /// One `AUDIT` page (`AuditPage.select`) from every bucket.
+    /// One `AUDIT` page (`AuditPage.select`) from every bucket, its lines read (`AuditPage.readEvents`).
     func page(since: Double?, after cursor: AuditCursor?, limit: Int = AuditPage.maximumEvents) -> AuditPage {
-        AuditPage.select(records(), since: since, after: cursor, limit: min(limit, AuditPage.maximumEvents))
+        var page = AuditPage.select(records(), since: since, after: cursor, limit: min(limit, AuditPage.maximumEvents))
+        page.readEvents()
+        return page
     }
 
     /// Flushes every open file to disk (on shutdown).

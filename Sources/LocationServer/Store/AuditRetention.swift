@@ -1,3 +1,5 @@
+import LocationWire
+
 /// Which audit file a record goes to: one for the administrators' grants and revokes, one for each user
 /// (uid) about whose clients the record speaks. A user's requests only ever fill that user's file, so no
 /// user can push another's records — or the administrators' — out of the log (docs/PROTOCOL.md "AUDIT").
@@ -91,6 +93,16 @@ struct AuditPage: Equatable, Sendable {
     var lines: [String]
     /// Where the next page starts; nil when this page holds the last event.
     var next: AuditCursor?
+    /// `lines` read as LocationWire's records (`readEvents`), for the `AUDIT` reply.
+    var events: [AuditRecord] = []
+
+    /// Reads `lines` into `events` (on the store's queue, off the fan-out path). The daemon wrote each line
+    /// with `AuditRecord.encoded()`, so the reply's encoder gives back the same bytes. A line that is not a
+    /// record — a file damaged outside the daemon — is left out: sent as it is, it would make the whole
+    /// reply unreadable to a client.
+    mutating func readEvents() {
+        events = lines.compactMap { line in try? AuditRecord(decoding: line.utf8) }
+    }
 
     /// The largest page: 256 events…
     static let maximumEvents = 256

@@ -94,13 +94,13 @@ public final class PolicyStore: Sendable {
                     event.reason += " (and \(omitted) more \(event.event) events of uid \(uid) before this one, not recorded)"
                 }
             }
-            Self.noteAudit(files.audit.append(Self.line(event, at: wall), to: bucket), files: files, log: log)
+            Self.noteAudit(files.audit.append(Self.auditRecord(event, at: wall).encoded(), to: bucket), files: files, log: log)
             let identity = event.identity
             log.info("policy \(event.event)", ["client.pid": String(identity.pid), "client.uid": String(identity.uid),
                                                "client.exe": AuditText.bounded(identity.program) ?? "?",
                                                "client.identified": AuditText.bounded(Optional(identity.strength.description)) ?? "?",
                                                "request": AuditText.bounded(event.request) ?? "-",
-                                               "status": event.status ?? "-", "accuracy": event.accuracy ?? "-",
+                                               "status": event.status ?? "-", "accuracy": event.accuracy?.rawValue ?? "-",
                                                "reason": event.reason])
         }
     }
@@ -119,15 +119,10 @@ public final class PolicyStore: Sendable {
         let wall = wallClockSeconds()
         queue.sync {
             for (key, omitted) in files.budget.takeOmissions() {
-                var m = JSONMembers()
-                m.number("unix", (wall * 1000).rounded() / 1000)
-                m.string("time", UTCTime(unixSeconds: wall).iso8601)
-                m.string("event", key.kind)
-                var client = JSONMembers()
-                client.integer("uid", Int(key.uid))
-                m.object("client", client)
-                m.string("reason", "\(omitted) more \(key.kind) events of uid \(key.uid) not recorded before the daemon stopped")
-                Self.noteAudit(files.audit.append(Array("{".utf8) + m.bytes + Array("}".utf8), to: .user(key.uid)), files: files, log: log)
+                let record = AuditRecord(unixTime: Self.auditUnixTime(wall), time: UTCTime(unixSeconds: wall), event: key.kind,
+                                         client: ClientDescription(uid: Int(key.uid)),
+                                         reason: "\(omitted) more \(key.kind) events of uid \(key.uid) not recorded before the daemon stopped")
+                Self.noteAudit(files.audit.append(record.encoded(), to: .user(key.uid)), files: files, log: log)
             }
             files.audit.sync()
         }
@@ -150,26 +145,23 @@ public final class PolicyStore: Sendable {
         }
     }
 
-    static func line(_ event: AuditEvent, at wall: Double) -> [UInt8] {
-        var m = JSONMembers()
-        m.number("unix", (wall * 1000).rounded() / 1000)
-        m.string("time", UTCTime(unixSeconds: wall).iso8601)
-        m.string("event", event.event)
-        var client = JSONMembers()
-        client.integer("pid", Int(event.identity.pid))
-        client.integer("uid", Int(event.identity.uid))
-        client.string("user", AuditText.bounded(event.identity.user))
-        client.string("exe", AuditText.bounded(event.identity.program))
-        client.string("unit", AuditText.bounded(event.identity.unit ?? event.identity.userUnit))
-        client.string("name", AuditText.bounded(event.name, bytes: DisplayText.maximumNameBytes))
-        client.string("identified", AuditText.bounded(Optional(event.identity.strength.description)))
-        m.object("client", client)
-        m.string("request", AuditText.bounded(event.request))
-        m.string("status", event.status)
-        m.string("accuracy", event.accuracy)
-        m.string("reason", event.reason)  // bounded by `record`
-        return Array("{".utf8) + m.bytes + Array("}".utf8)
+    /// The audit record of `event` at `wall` (Unix seconds), as the audit file keeps it and `AUDIT` sends it
+    /// (LocationWire's `AuditRecord`, written by its `encoded()`): the client's identity and the texts it
+    /// influences bounded by `AuditText`.
+    static func auditRecord(_ event: AuditEvent, at wall: Double) -> AuditRecord {
+        let identity = event.identity
+        let client = ClientDescription(pid: Int(identity.pid), uid: Int(identity.uid), user: AuditText.bounded(identity.user),
+                                       executable: AuditText.bounded(identity.program),
+                                       unit: AuditText.bounded(identity.unit ?? identity.userUnit),
+                                       name: AuditText.bounded(event.name, bytes: DisplayText.maximumNameBytes),
+                                       identified: AuditText.bounded(Optional(identity.strength.description)))
+        return AuditRecord(unixTime: auditUnixTime(wall), time: UTCTime(unixSeconds: wall), event: event.event, client: client,
+                           request: AuditText.bounded(event.request), status: event.status, accuracy: event.accuracy,
+                           reason: event.reason)  // bounded by `record`
     }
+
+    /// A record's `unix`: `wall` (Unix seconds) to the millisecond.
+    static func auditUnixTime(_ wall: Double) -> Double { (wall * 1000).rounded() / 1000 }
 }
 
 /// Bounds on text a client influences — its declared name, its executable's path, its unit, a purpose key
