@@ -4,50 +4,6 @@ import LocationPolicy
 import LocationPosix
 import LocationWire
 
-/// Limits of the native front (docs/PROTOCOL.md "Errors").
-public struct ServerLimits: Sendable {
-    /// Most clients at once; the next gets an ERROR and is closed. The last `reservedClients` of them
-    /// are kept for root and the admin group (agents, `locationctl status`).
-    public var maxClients = 1024
-    /// Most clients one user may have at once (root and the admin group are not counted).
-    public var maxClientsPerUser = 64
-    /// How long a client may leave queued messages unread before it is disconnected.
-    public var clientTimeout: Duration = .seconds(30)
-    /// Bad requests tolerated per connection; one more and it is closed.
-    public var maxBadRequests = 100
-    /// New connections one user may open a second, on all fronts together, after a burst of
-    /// `clientsPerUser` (`UserConnectionRate`); root is not limited.
-    public var newConnectionsPerSecondPerUser = 16
-    /// Requests per second beyond which a client is flooding.
-    public var maxRequestsPerSecond = 1000
-    /// Bytes queued for one client beyond which it is closed (location reports are coalesced first,
-    /// so only a client that never reads and keeps asking gets here).
-    public var maxQueuedBytes = 1 << 20
-
-    public init() {}
-
-    /// Connections only root and the admin group may use: an eighth of `maxClients`, 1 to 16.
-    public var reservedClients: Int { max(1, min(16, maxClients / 8)) }
-
-    /// The connections one user may hold: `maxClientsPerUser`, but never more than half of the room not
-    /// kept for administrators, so that one user can never take it all.
-    public var clientsPerUser: Int { min(maxClientsPerUser, max(1, (maxClients - reservedClients) / 2)) }
-}
-
-/// What the server needs to know about the receivers for STATUS and STATE messages: a snapshot, never
-/// the receivers themselves.
-public protocol ReceiverStatusProvider: Sendable {
-    func receiverReports() -> [ReceiverReport]
-    /// The connected receivers whose last fix with a position a plausibility rule rejected (docs/RECEIVERS.md "Bad
-    /// receivers"), with that rejection's rule and reason: why there is no fix now (`STATE`'s reason).
-    func currentRejections() -> [(receiver: String, rejection: ServerMessage.Status.Rejection)]
-}
-
-extension ReceiverStatusProvider {
-    /// None: a provider that does not judge fixes.
-    public func currentRejections() -> [(receiver: String, rejection: ServerMessage.Status.Rejection)] { [] }
-}
-
 /// The native front: the locationd protocol on a Unix socket (docs/PROTOCOL.md). It accepts clients,
 /// identifies them from the kernel, frames their requests and writes what the state decides — and holds
 /// no policy of its own.
@@ -75,6 +31,9 @@ public final class NativeFront: Sendable {
     private let queue = DispatchQueue(label: "locationd.server")
     /// Identifying new clients (reads /proc/PID, the user and group databases).
     private let identityQueue = DispatchQueue(label: "locationd.identity")
+    /// The uplinks' reports and sharing changes (`Effect.uplinks`), in the order the turns decided them: each
+    /// report is encoded and queued for its broker here, off the fan-out path.
+    private let uplinkQueue = DispatchQueue(label: "locationd.uplinks")
     /// When the last identification pass ended, the idle time owed after it, and whether a later one is
     /// already scheduled (`identifyWaiting`).
     private let lastPass = Locked((ended: ContinuousClock.Instant?.none, gap: Duration.zero, scheduled: false))
@@ -249,10 +208,15 @@ public final class NativeFront: Sendable {
                 guard let self else { return }
                 self.queue.async { self.post(.grantsSaved(admin: reply, request: request, error: error, extra: extra)) }
             }
+        case .uplinks(let work):
+            uplinkQueue.async { for item in work { item.run() } }
         case let .saveSharing(text, path, reply):
-            store.saveSharing(text, at: path) { [weak self] in
-                guard let self else { return }
-                self.queue.async { self.post(.sharingSaved(reply: reply)) }
+            // After the uplinks were told (their queue is serial): the reply says the switch is in force.
+            uplinkQueue.async { [store] in
+                store.saveSharing(text, at: path) { [weak self] in
+                    guard let self else { return }
+                    self.queue.async { self.post(.sharingSaved(reply: reply)) }
+                }
             }
         case .watchLoginSessions:
             identityQueue.async { [weak self] in self?.watchLoginSessions() }

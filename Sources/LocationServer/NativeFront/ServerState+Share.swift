@@ -67,7 +67,7 @@ extension ServerState {
     mutating func setSharing(_ state: SharingState, discard: Bool = false, reply: Int?, at wall: Double) {
         publisher.uplinks.sharing = state
         let paused = state.isPaused(at: wall)
-        for uplink in publisher.uplinks.entries { uplink.sharingSink?(paused ? .off(discard: discard) : .on) }
+        tellUplinks(paused ? .off(discard: discard) : .on)
         armPauseEnd(at: wall)
         guard let path = publisher.uplinks.settings.path else {
             if let reply { send(reply, shareReply(at: wall)) }
@@ -77,6 +77,12 @@ extension ServerState {
         // share off` returned. On the store's queue, so that its two fsyncs hold up no client's fix; in
         // order with every other SHARE's file.
         effects.append(.saveSharing(text: state.fileText, path: path, reply: reply))
+    }
+
+    /// Tells every uplink of a change of the sharing switch, after the reports handed to them before it.
+    private mutating func tellUplinks(_ change: SharingChange) {
+        let work = publisher.uplinks.entries.compactMap { uplink in uplink.sharingSink.map { UplinkWork.sharing($0, change) } }
+        if !work.isEmpty { effects.append(.uplinks(work)) }
     }
 
     /// Arms the timer that ends the timed pause in force, if any (`ServerEvent.sharingPauseEnds`).
@@ -92,7 +98,7 @@ extension ServerState {
         guard let until = publisher.uplinks.sharing.pausedUntil, until.isFinite else { return }
         guard wall >= until else { return armPauseEnd(at: wall) }
         publisher.uplinks.sharing = SharingState()
-        for uplink in publisher.uplinks.entries { uplink.sharingSink?(.on) }
+        tellUplinks(.on)
         context.log.notice("sharing on: the pause ended")
     }
 

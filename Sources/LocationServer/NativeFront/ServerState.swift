@@ -21,9 +21,13 @@ enum Effect: Sendable {
     case schedule(ServerEvent, after: Duration)
     /// Write the grants as they are now; then `grantsSaved`, handing back `extra` for the reply.
     case saveGrants(reply: Int?, request: String, extra: ServerMessage.Grants)
-    /// Write the sharing switch's state file (`text`; nil: remove it) at `path`; then `sharingSaved`,
-    /// which sends connection `reply` (if any) the SHARE reply.
+    /// Write the sharing switch's state file (`text`; nil: remove it) at `path`, once the uplinks have done
+    /// the work handed to them before (the switch's change among it); then `sharingSaved`, which sends
+    /// connection `reply` (if any) the SHARE reply.
     case saveSharing(text: String?, path: String, reply: Int?)
+    /// Hand the uplinks their reports and the sharing switch's changes, in this order, on their own queue:
+    /// encoding a report and queueing it for the broker is not the fan-out's work.
+    case uplinks([UplinkWork])
     /// Read a page of the audit files; then `auditRead`.
     case readAudit(reply: Int, since: Double?, cursor: AuditCursor?, limit: Int?)
     /// Start asking logind about users' login sessions (`watchLoginSessionsIfNeeded`).
@@ -267,7 +271,7 @@ struct ServerState {
         publisher.publish(fix, at: now, into: &out)
         let uplinkReports = publisher.publishUplinks(at: now, into: &out)
         deliver(out, at: now.wall)
-        for report in uplinkReports { report.sink(report.fix, report.accuracy) }
+        if !uplinkReports.isEmpty { effects.append(.uplinks(uplinkReports.map(UplinkWork.report))) }
         out.removeAll(keepingCapacity: true)
         deliveries = out
     }

@@ -40,8 +40,9 @@ public struct UplinkSubscription: Sendable {
     }
 }
 
-/// Takes an uplink's reports: the fix cut to its accuracy (reduced: the fudger's fix). Called under the
-/// server's lock, on the fan-out path: it must only queue the report.
+/// Takes an uplink's reports: the fix cut to its accuracy (reduced: the fudger's fix). Called on the uplinks'
+/// own queue (`NativeFront.uplinkQueue`), after the fix's turn and in the order of the fixes and of the
+/// sharing switch's changes (`UplinkWork`); it encodes the report there, off the fan-out path.
 public typealias UplinkSink = @Sendable (Fix, AccuracyAuthorization) -> Void
 
 /// What an uplink is told of the sharing switch (`SHARE`, `locationctl share`).
@@ -53,8 +54,26 @@ public enum SharingChange: Sendable, Equatable {
     case off(discard: Bool)
 }
 
-/// Told at once and on every change of the sharing switch.
+/// Told at once and on every change of the sharing switch (on the uplinks' queue, in order with the reports).
 public typealias SharingSink = @Sendable (SharingChange) -> Void
+
+/// Work for the uplinks, decided in a server turn and done on their own queue, in the order decided: a report
+/// decided before the switch went off reaches its uplink before the switch does (so that the uplink spools it
+/// with what it holds, and `discard` drops it), and none decided after.
+enum UplinkWork: Sendable {
+    /// A report (`UplinkSink`).
+    case report(UplinkHandOff)
+    /// The sharing switch changed (`SharingSink`).
+    case sharing(SharingSink, SharingChange)
+
+    /// Does it: calls the sink.
+    func run() {
+        switch self {
+        case .report(let handOff): handOff.sink(handOff.fix, handOff.accuracy)
+        case let .sharing(sink, change): sink(change)
+        }
+    }
+}
 
 /// One uplink in the Publisher.
 struct UplinkSubscriber {
@@ -84,8 +103,8 @@ struct UplinkTable {
     var settings = SharingSettings()
 }
 
-/// A report for an uplink, decided under the lock and handed to its sink.
-struct UplinkHandOff {
+/// A report for an uplink, decided in the fix's turn and handed to its sink after it (`UplinkWork`).
+struct UplinkHandOff: Sendable {
     let sink: UplinkSink
     let fix: Fix
     let accuracy: AccuracyAuthorization
