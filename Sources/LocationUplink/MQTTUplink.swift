@@ -7,21 +7,14 @@ import LocationCore
 import LocationPosix
 import LocationWire
 
-/// How loud an uplink event is; the daemon maps it onto its log levels (never above warning here).
-public enum UplinkLogLevel: Sendable {
-    case warning, notice, info
-}
-
-/// Receives an uplink's log events: level, message, and key–value context (`uplink.name`, `reason`).
-public typealias UplinkLogger = @Sendable (UplinkLogLevel, String, [(String, String)]) -> Void
-
 /// Publishes reports to one MQTT broker through libmosquitto, holding every report until the broker
 /// acknowledges it (store and forward, `UplinkSpool`).
 ///
 /// libmosquitto runs its own network thread (`mosquitto_loop_start`): it connects, reconnects with a
 /// back-off, resends messages that were in flight when the link dropped, and calls back on that thread.
 ///
-/// A report goes through the spool: `submit` numbers it and queues it (cheap, on the fan-out path); the
+/// A report goes through the spool: `submit` numbers it and queues it (cheap; the daemon calls it on its
+/// uplinks' queue, after the fix's turn); the
 /// spool queue appends it to the spool file and syncs it, and only then hands it to libmosquitto — at
 /// most `window` at a time, while connected, oldest first; libmosquitto's `on_publish` (the broker's
 /// PUBACK) removes it. So a report accepted for sending survives a SIGKILL of the daemon, and
@@ -46,41 +39,6 @@ public final class MQTTUplink: @unchecked Sendable {
     /// Most reports handed to libmosquitto and not yet acknowledged (libmosquitto's own default
     /// `max_inflight_messages` is 20): a bounded queue in libmosquitto, the rest in the spool.
     let window: Int
-
-    struct Entry {
-        var sequence: UInt64
-        var payload: [UInt8]
-        /// In the spool file (synced): only then may libmosquitto have it.
-        var durable: Bool
-        /// The message id libmosquitto gave it; nil while it waits for the link.
-        var mid: Int32?
-    }
-
-    struct State {
-        /// Reports held until acknowledged, oldest first: at most `spool-max`.
-        var pending: [Entry] = []
-        /// Reports of `pending` handed to libmosquitto (`mid` set).
-        var inFlight = 0
-        /// Sequence numbers acknowledged or dropped whose removal the spool file does not say yet.
-        var removed: [UInt64] = []
-        var nextSequence: UInt64 = 1
-        var connected = false
-        /// Why the link is down, as last logged; nil while connected or never tried.
-        var problem: String?
-        /// Reports dropped because the spool was full, since start.
-        var dropped = 0
-        /// Reports the broker acknowledged, since start.
-        var sent = 0
-        /// When a full spool was last logged: at most once a minute, with the count since.
-        var lastDropLog: ContinuousClock.Instant?
-        var droppedSinceLog = 0
-        var pumpScheduled = false
-        /// The last spool error logged (each error once until the spool works again).
-        var spoolError: String?
-        var stopped = false
-        /// The sharing switch (`locationctl share`): off → the status topic says `paused`.
-        var sharing = true
-    }
 
     /// Loads libmosquitto (`libmosquitto.so.1`, Debian's libmosquitto1), which the daemon maps only when an
     /// uplink is configured; once for the process.
@@ -137,7 +95,7 @@ public final class MQTTUplink: @unchecked Sendable {
             let code = mosquitto_tls_set(mosq, configuration.caFile, configuration.caFile == nil ? "/etc/ssl/certs" : nil,
                                          configuration.certFile, configuration.keyFile, nil)
             if code != MOSQ_ERR_SUCCESS.rawValue {
-                log(.warning, "uplink TLS settings refused", [("uplink.name", configuration.name), ("reason", Self.describe(code))])
+                log(.warning, "uplink TLS settings refused", [("uplink.name", configuration.name), ("reason", UplinkProblem.libmosquitto(code))])
             }
         }
         // libmosquitto's own errors (a TLS handshake that failed, a certificate that did not verify) say
@@ -186,7 +144,7 @@ public final class MQTTUplink: @unchecked Sendable {
         let broker = configuration.broker
         let code = delay == 1 ? mosquitto_connect_async(handle, broker.host, Int32(broker.port), 30) : mosquitto_reconnect_async(handle)
         guard code == MOSQ_ERR_SUCCESS.rawValue else {
-            let failure = "cannot connect to \(broker): \(Self.describe(code))"
+            let failure = "cannot connect to \(broker): \(UplinkProblem.libmosquitto(code))"
             // EPROTO with no OpenSSL error logged just before: the broker closed the TLS handshake.
             let tlsClosed = broker.tls && code == MOSQ_ERR_ERRNO.rawValue && errno == EPROTO
             if !(tlsClosed && UplinkProblem.isSpecific(state.withLock { $0.problem })) {
@@ -199,7 +157,7 @@ public final class MQTTUplink: @unchecked Sendable {
         }
         let started = mosquitto_loop_start(handle)
         if started != MOSQ_ERR_SUCCESS.rawValue {
-            log(.warning, "uplink cannot start its network thread", [("uplink.name", configuration.name), ("reason", Self.describe(started))])
+            log(.warning, "uplink cannot start its network thread", [("uplink.name", configuration.name), ("reason", UplinkProblem.libmosquitto(started))])
         }
     }
 
@@ -388,7 +346,7 @@ public final class MQTTUplink: @unchecked Sendable {
         }
         // A refused CONNECT or a failed TLS handshake ends in a disconnect too: their reason is the one to keep.
         guard !stopped, wasConnected || !specific else { return }
-        let lost = "connection to \(configuration.broker) lost: \(Self.describe(code))"
+        let lost = "connection to \(configuration.broker) lost: \(UplinkProblem.libmosquitto(code))"
         noteProblem(!wasConnected && configuration.broker.tls ? UplinkProblem.tlsHandshake(lost, clientCertificate: configuration.certFile != nil) : lost)
     }
 
@@ -413,9 +371,5 @@ public final class MQTTUplink: @unchecked Sendable {
             return true
         }
         if changed { log(.warning, "uplink not connected: \(problem)", [("uplink.name", configuration.name), ("reason", problem)]) }
-    }
-
-    static func describe(_ code: Int32) -> String {
-        code == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : String(cString: mosquitto_strerror(code))
     }
 }

@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CMosquitto
+
 /// Why an uplink is not connected, in words an administrator can act on: libmosquitto's and OpenSSL's
 /// texts, with what they mean for the `[uplink]` section's TLS keys (locationd.conf(5)).
 enum UplinkProblem {
@@ -34,5 +39,10 @@ enum UplinkProblem {
     static func isSpecific(_ problem: String?) -> Bool {
         guard let problem else { return false }
         return problem.hasPrefix("broker refused") || problem.hasPrefix("TLS: ")
+    }
+
+    /// libmosquitto's text for its result `code`; for `MOSQ_ERR_ERRNO`, the text of `errno`, which then says why.
+    static func libmosquitto(_ code: Int32) -> String {
+        code == MOSQ_ERR_ERRNO.rawValue ? String(cString: strerror(errno)) : String(cString: mosquitto_strerror(code))
     }
 }

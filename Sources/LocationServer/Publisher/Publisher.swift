@@ -18,12 +18,10 @@ struct Publisher {
     private var report = ReportCache()
     /// The latest fix, with or without a position.
     private(set) var latest: Fix?
-    private var nextPoll = 1
+    /// The POLLs waiting per user, and their ids.
+    private var polls = PollCounts()
     /// The uplinks (fleet brokers) subscribed like watching clients (Publisher+Uplink.swift).
     var uplinks = UplinkTable()
-
-    /// POLLs waiting per user (uid), across its connections.
-    private var pollsPerUser: [UInt32: Int] = [:]
 
     /// The most POLLs one connection may have waiting; one more gets an ERROR.
     static let maximumPendingPolls = 16
@@ -208,11 +206,8 @@ struct Publisher {
         guard let slot = subscribers.slot(of: id) else { return nil }
         let subscriber = subscribers.entries[slot]
         guard subscriber.pendingPolls.count < Self.maximumPendingPolls,
-              pollsPerUser[subscriber.identity.uid, default: 0] < Self.maximumPendingPollsPerUser else { return nil }
-        let poll = nextPoll
-        nextPoll += 1
+              let poll = polls.open(uid: subscriber.identity.uid, userMaximum: Self.maximumPendingPollsPerUser) else { return nil }
         subscribers[slot: slot].pendingPolls.append(poll)
-        pollsPerUser[subscriber.identity.uid, default: 0] += 1
         // Only when due (`recordNotice` checks): a POLL before then waits for the due time, and a notice placed at the
         // moment of the client's choosing would tell the fix's state then (by whether the next report came early).
         if latest?.hasPosition != true, authorizedAccuracy(slot, at: now) == .reduced {
@@ -229,7 +224,7 @@ struct Publisher {
     mutating func expirePoll(_ poll: Int, of id: Int, at now: Moment) -> Bool {
         guard let slot = subscribers.slot(of: id), let index = subscribers.entries[slot].pendingPolls.firstIndex(of: poll) else { return false }
         subscribers[slot: slot].pendingPolls.remove(at: index)
-        countPolls(-1, of: subscribers.entries[slot].identity.uid)
+        polls.close(1, of: subscribers.entries[slot].identity.uid)
         if authorizedAccuracy(slot, at: now) == .reduced, pacing.isDue(now: now.monotonic, interval: reducedInterval) {
             pacing.recordNotice(now: now.monotonic, interval: reducedInterval)
         }
@@ -241,12 +236,7 @@ struct Publisher {
         let count = subscribers.entries[index].pendingPolls.count
         guard count > 0 else { return }
         subscribers[slot: index].pendingPolls.removeAll()
-        countPolls(-count, of: subscribers.entries[index].identity.uid)
-    }
-
-    private mutating func countPolls(_ change: Int, of uid: UInt32) {
-        let count = pollsPerUser[uid, default: 0] + change
-        pollsPerUser[uid] = count > 0 ? count : nil
+        polls.close(count, of: subscribers.entries[index].identity.uid)
     }
 
     // MARK: - Fixes
