@@ -69,29 +69,44 @@ struct AbuseTimingTests {
         }
     }
 
+    /// Waits (up to 10 s) until root, watching, gets a TPV with a position: the replay has a fix.
+    static func waitForFix(_ root: RawClient) throws {
+        root.send(#"{"class":"WATCH"}"#)
+        let end = monotonic() + 10
+        while let tpv = root.message("TPV", timeout: max(0, end - monotonic())) { if tpv["lat"] != nil { return } }
+        Issue.record("no fix within 10 s")
+    }
+
     @Test("hole 4: a reduced client's reports come on the cadence whatever its filters (no grid-line timing)")
     func reducedCadence() throws {
-        let daemon = try DaemonProcess(config: E2E.config(policy: "access = ask\nreduced-interval = 3s", clients: Self.reducedUsers,
-                                                          rate: "4"))
-        usleep(2_000_000)  // past the capture's first epochs without a fix
-        // One watches with a distance filter no reduced position could pass, the other with none.
+        // At 8× the capture has a fix from ~1.1 s to ~10 s after the start (it loops every 10 s): the clients watch
+        // within that. A 1.5 s cadence with its 0.15 s slack, more than the 0.125 s between epochs at 8× (with less,
+        // reports could drift late in their slots; `ReducedPacing`).
+        let interval = 1.5, slack = interval / 10
+        let daemon = try DaemonProcess(config: E2E.config(policy: "access = ask\nreduced-interval = 1500ms", clients: Self.reducedUsers,
+                                                          rate: "8"))
+        try Self.waitForFix(try RawClient(daemon.socketPath))  // past the capture's first epochs without a fix
+        // One watches with a distance filter no reduced position could pass, the other with none. Each watches four
+        // intervals: enough for three reports however late it joined its slot (up to an interval to the next slot,
+        // then two more), with 1.5 s to spare for being identified and for the epochs' offsets in their slots.
+        let seconds = 4 * interval
         let filtered = try Self.timed(daemon.socketPath, uid: 1, request: #"{"class":"WATCH","distanceFilter":1000000,"minInterval":0.5}"#,
-                                      seconds: 10)
-        let plain = try Self.timed(daemon.socketPath, uid: 2, request: #"{"class":"WATCH"}"#, seconds: 10)
+                                      seconds: seconds)
+        let plain = try Self.timed(daemon.socketPath, uid: 2, request: #"{"class":"WATCH"}"#, seconds: seconds)
         let a = Self.times(E2E.finish(filtered).stdout, of: "TPV"), b = Self.times(E2E.finish(plain).stdout, of: "TPV")
         // On the cadence, for both: before issue 12 the filtered one got a report only when the reduced
         // position changed cell — at the moment the true position crossed a grid line. One grid for both users
-        // (issue 32, finding 4): the same reports at the same moments, one per 3 s slot — consecutive ones at least
-        // 3 s less the slack (0.3 s) apart, a report and the next but one more than 3 s (0.1 s for the clients' reading).
-        // Whichever connected first may have had a report of its own before the other joined (a late joiner waits for
-        // the next slot); every later one went to both.
+        // (issue 32, finding 4): the same reports at the same moments, one per slot — consecutive ones at least the
+        // interval less the slack apart, a report and the next but one more than the interval (0.1 s for the clients'
+        // reading). Whichever connected first may have had a report of its own before the other joined (a late joiner
+        // waits for the next slot); every later one went to both.
         #expect(a.count >= 3 && abs(a.count - b.count) <= 1, "filtered \(a), plain \(b)")
         func shared(_ x: Double, _ other: [Double]) -> Bool { other.contains { abs($0 - x) < 0.2 } }
         #expect(a.dropFirst().allSatisfy { shared($0, b) } && b.dropFirst().allSatisfy { shared($0, a) }, "filtered \(a), plain \(b)")
         var moments: [Double] = []
         for t in (a + b).sorted() where moments.last.map({ t - $0 >= 0.2 }) ?? true { moments.append(t) }
-        for (x, y) in zip(moments, moments.dropFirst()) { #expect(y - x >= 2.6, "\(moments)") }
-        for (x, z) in zip(moments, moments.dropFirst(2)) { #expect(z - x >= 2.9, "\(moments)") }
+        for (x, y) in zip(moments, moments.dropFirst()) { #expect(y - x >= interval - slack - 0.1, "\(moments)") }
+        for (x, z) in zip(moments, moments.dropFirst(2)) { #expect(z - x >= interval - 0.1, "\(moments)") }
     }
 
     @Test("hole 5: a fresh systemd unit (cgroup) per connection gets no fresh reduced report")
@@ -112,15 +127,15 @@ struct AbuseTimingTests {
 
     @Test("hole 6: a reduced client learns of fix loss no sooner than its paced reports would tell it")
     func reducedFixLoss() throws {
-        // At 20× the capture loops every ~4 s, each loop starting without a fix.
+        // At 40× the capture loops every ~2 s, each loop starting without a fix for ~0.2 s. The reduced client
+        // watches from the first fix for 5 s: through two losses, the second 1 s or more before it stops.
         let daemon = try DaemonProcess(config: E2E.config(policy: "access = ask\nreduced-interval = 60s", clients: Self.reducedUsers,
-                                                          rate: "20"))
-        usleep(1_500_000)
-        let reduced = try Self.timed(daemon.socketPath, uid: 1, request: #"{"class":"WATCH"}"#, seconds: 9)
+                                                          rate: "40"))
         let root = try RawClient(daemon.socketPath)
-        root.send(#"{"class":"WATCH"}"#)
+        try Self.waitForFix(root)
+        let reduced = try Self.timed(daemon.socketPath, uid: 1, request: #"{"class":"WATCH"}"#, seconds: 5)
         var rootLost = false
-        let end = monotonic() + 9
+        let end = monotonic() + 5
         while monotonic() < end, !rootLost {
             if let state = root.message("STATE", timeout: 1), state["fix"]?.bool == false { rootLost = true }
         }
@@ -166,6 +181,25 @@ struct AbuseTimingTests {
         for m, c in sorted(seen.items()): print(c, m)
         """
 
+    /// Connects to argv[1], sends argv[2] as a line, and prints what it receives until a whole line has argv[3] in it
+    /// (up to 10 s) or the daemon closes.
+    static let untilLine = """
+        import socket, sys, time
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(sys.argv[1])
+        s.sendall(sys.argv[2].encode() + b"\\n")
+        s.settimeout(0.2)
+        out, end = b"", time.monotonic() + 10
+        while time.monotonic() < end and not any(sys.argv[3].encode() in l for l in out.split(b"\\n")[:-1]):
+            try:
+                d = s.recv(65536)
+                if not d: break
+                out += d
+            except socket.timeout:
+                pass
+        sys.stdout.buffer.write(out)
+        """
+
     @Test("hole 7: POLLs queued by one user are bounded; the daemon's memory stays flat")
     func pollMemory() throws {
         let daemon = try DaemonProcess(config: E2E.config(policy: "access = ask", clients: Self.reducedUsers, rate: "4"),
@@ -185,10 +219,9 @@ struct AbuseTimingTests {
         if !Sanitizers.address {
             #expect(after - before < 10_000, "RSS \(before) kB → \(after) kB")
         }
-        // Another user still polls (the capture has a fix after its first ~2.5 s at 4×).
-        usleep(2_000_000)
-        let other = try E2E.run(["setpriv", "--reuid=2", "--regid=2", "--clear-groups", "/usr/bin/python3", "-c", E2E.pythonClient,
-                                 daemon.socketPath, "5", #"{"class":"POLL","timeout":5}"#, "wait:\"tpv\""], in: directory).stdout
+        // Another user still polls (the capture has a fix after its first ~2.5 s at 4×: the POLL waits for it).
+        let other = try E2E.run(["setpriv", "--reuid=2", "--regid=2", "--clear-groups", "/usr/bin/python3", "-c", Self.untilLine,
+                                 daemon.socketPath, #"{"class":"POLL","timeout":5}"#, #""class":"POLL""#], in: directory).stdout
         #expect(other.contains(#""class":"POLL""#), "\(other)")
         print("hole 7: daemon RSS \(before) kB before, \(after) kB after 60 × 900 POLLs")
     }

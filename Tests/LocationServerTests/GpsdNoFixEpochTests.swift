@@ -31,42 +31,51 @@ struct GpsdNoFixEpochTests {
         return out
     }
 
-    /// gpspipe -w against gpsd under gpsfake playing the capture once.
-    static func againstGpsd(in directory: String, mode: String = "-w") throws -> String {
-        let port = try GpsdFrontEndToEndTests.freePort()
+    /// gpspipe (`mode`: -w or -r) against gpsd under gpsfake playing the capture once, and against locationd's gpsd
+    /// front replaying it once at four times its pace (the no-fix epochs begin 2.5 s in: time for gpspipe to start
+    /// watching on a slow machine) — side by side, neither run waiting for the other: gpsd's output and locationd's.
+    /// Each gpspipe stops once it has printed nothing new for a while (gpsd's 2 s, locationd's 1.5 s).
+    static func againstGpsdAndLocationd(in directory: String, mode: String = "-w") throws -> (gpsd: String, locationd: String) {
+        let gpsdPort = try GpsdFrontEndToEndTests.freePort()
+        var port = try GpsdFrontEndToEndTests.freePort()
+        while port == gpsdPort { port = try GpsdFrontEndToEndTests.freePort() }
         let gpsfake = try PolicyEndToEndTests.start(["env", "TMPDIR=\(directory)", "setsid", "gpsfake", "-q", "-1", "-W", "2",
-                                                     "-c", "0.05", "-P", String(port), DaemonProcess.sharedDirectory + "/nmea-logs/" + capture], in: directory)
+                                                     "-c", "0.05", "-P", String(gpsdPort), DaemonProcess.sharedDirectory + "/nmea-logs/" + capture],
+                                                    in: directory)
         defer { kill(-gpsfake.pid, SIGKILL); kill(gpsfake.pid, SIGKILL); _ = PolicyEndToEndTests.finish(gpsfake) }
-        let end = monotonic() + 10
-        while monotonic() < end, !GpsdPortInUseTests.listening(port: port) { usleep(20_000) }
-        return try pipe(port: port, in: directory, idle: 2, mode: mode)
-    }
-
-    /// gpspipe -w against locationd's gpsd front replaying the capture once, at four times its pace (the no-fix epochs
-    /// begin 2.5 s in: time for gpspipe to start watching on a slow machine).
-    static func againstLocationd(in directory: String, mode: String = "-w") throws -> String {
-        let port = try GpsdFrontEndToEndTests.freePort()
         let config = PolicyEndToEndTests.config(policy: "access = always\naccuracy = full", rate: "4", loop: false,
                                                 capture: DaemonProcess.sharedDirectory + "/nmea-logs/" + capture)
         let daemon = try DaemonProcess(config: config, daemonKeys: "gpsd-listen = 127.0.0.1:\(port)\n")
         defer { daemon.stop(signal: SIGKILL) }
-        return try pipe(port: port, in: directory, idle: 1.5, mode: mode)
-    }
-
-    static func pipe(port: UInt16, in directory: String, idle seconds: Double, mode: String = "-w") throws -> String {
-        let pipe = try PolicyEndToEndTests.start(["gpspipe", mode, "localhost:\(port)"], in: directory)
-        let done = GpsdSideBySideTests.idle(seconds: seconds)
-        let end = monotonic() + 30
-        while monotonic() < end, !done(pipe) { usleep(100_000) }
-        kill(pipe.pid, SIGKILL)
-        return PolicyEndToEndTests.finish(pipe).stdout
+        let ours = try PolicyEndToEndTests.start(["gpspipe", mode, "localhost:\(port)"], in: directory)
+        let end = monotonic() + 10
+        while monotonic() < end, !GpsdPortInUseTests.listening(port: gpsdPort) { usleep(20_000) }
+        let theirs: PolicyEndToEndTests.Started
+        do { theirs = try PolicyEndToEndTests.start(["gpspipe", mode, "localhost:\(gpsdPort)"], in: directory) } catch {
+            kill(ours.pid, SIGKILL)
+            _ = PolicyEndToEndTests.finish(ours)
+            throw error
+        }
+        var running = [(theirs, GpsdSideBySideTests.idle(seconds: 2)), (ours, GpsdSideBySideTests.idle(seconds: 1.5))]
+        let stop = monotonic() + 30
+        while monotonic() < stop, !running.isEmpty {
+            usleep(100_000)
+            running.removeAll { pipe, done in
+                guard done(pipe) else { return false }
+                kill(pipe.pid, SIGKILL)
+                return true
+            }
+        }
+        kill(theirs.pid, SIGKILL)
+        kill(ours.pid, SIGKILL)
+        return (PolicyEndToEndTests.finish(theirs).stdout, PolicyEndToEndTests.finish(ours).stdout)
     }
 
     @Test("every no-fix epoch after the fix is lost is a mode 1 TPV with gpsd's time and ept, and no position")
     func noFixEpochs() throws {
         let directory = try TemporaryDirectories.make("locationd-nofix")
-        let theirs = Self.noFixEpochs(try Self.againstGpsd(in: directory))
-        let ours = Self.noFixEpochs(try Self.againstLocationd(in: directory))
+        let outputs = try Self.againstGpsdAndLocationd(in: directory)
+        let theirs = Self.noFixEpochs(outputs.gpsd), ours = Self.noFixEpochs(outputs.locationd)
         // gpsd's decoding of the capture (.chk): 08:14:20 to 08:14:29; gpsfake may let gpsd miss the first.
         #expect(theirs.count >= 9, "gpsd: \(theirs.keys.sorted())")
         #expect(Set(theirs.keys).isSubset(of: Set(ours.keys)), "gpsd \(theirs.keys.sorted()), locationd \(ours.keys.sorted())")
@@ -93,8 +102,8 @@ struct GpsdNoFixEpochTests {
     func noFixSentences() throws {
         // A new-user helper found `gpspipe -r` silent through the no-fix stretch, where gpsd passes `$GNRMC,…,V,…`.
         let directory = try TemporaryDirectories.make("locationd-nofix")
-        let theirs = Self.noFixRMCTimes(try Self.againstGpsd(in: directory, mode: "-r"))
-        let ours = Self.noFixRMCTimes(try Self.againstLocationd(in: directory, mode: "-r"))
+        let outputs = try Self.againstGpsdAndLocationd(in: directory, mode: "-r")
+        let theirs = Self.noFixRMCTimes(outputs.gpsd), ours = Self.noFixRMCTimes(outputs.locationd)
         #expect(theirs.count >= 9, "gpsd: \(theirs)")
         #expect(Set(theirs).isSubset(of: Set(ours)), "gpsd \(theirs), locationd \(ours)")
         #expect(ours == (20...29).map { "0814\($0)" }, "locationd: \(ours)")
