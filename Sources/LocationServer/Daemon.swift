@@ -292,6 +292,7 @@ extension Daemon {
             _exit(0)
         }
         receivers.stop()
+        server.drainUplinks()
         stopHandlers.forEach { $0() }
         server.stop(reason: "locationd is stopping")
         server.listener.close(unlinking: !socketActivated)

@@ -177,8 +177,8 @@ public final class MQTTUplink: @unchecked Sendable {
         spoolQueue.sync { pump() }
     }
 
-    /// A report for the broker, already cut to the uplink's accuracy by the Publisher. Cheap: called on
-    /// the fan-out path; the message is encoded here and handed to libmosquitto's queue (or the spool).
+    /// A report for the broker, already cut to the uplink's accuracy by the Publisher: encoded here and queued
+    /// for the spool (the daemon calls it on its uplinks' queue, after the fix's turn, not on the fan-out path).
     /// - Parameters:
     ///   - fix: the fix as the uplink may see it (reduced: the fudged fix).
     ///   - accuracy: the accuracy it was cut to.

@@ -156,11 +156,19 @@ public final class NativeFront: Sendable {
         }
     }
 
-    /// Stops accepting, tells every client why, closes them, and flushes the audit file.
+    /// Stops accepting, tells every client why, closes them, and flushes the audit file (after the sharing
+    /// file a SHARE may still have waiting on the uplinks' queue).
     public func stop(reason: String) {
         withState { $0.stop(reason: reason) }
         state.withLock { $0.poller?.stop() }
+        drainUplinks()
         store.sync()
+    }
+
+    /// Waits until the uplinks were handed every report and sharing change decided so far (`Effect.uplinks`):
+    /// before they stop, so that a report of the last fixes is spooled, not dropped by a stopped uplink.
+    public func drainUplinks() {
+        uplinkQueue.sync {}
     }
 
     /// Client sockets are ready (on the poller's thread): room to write first, then input, each batch in one
@@ -212,7 +220,11 @@ public final class NativeFront: Sendable {
             uplinkQueue.async { for item in work { item.run() } }
         case let .saveSharing(text, path, reply):
             // After the uplinks were told (their queue is serial): the reply says the switch is in force.
-            uplinkQueue.async { [store] in
+            uplinkQueue.async { [weak self, store] in
+                guard let path else {
+                    guard let self else { return }
+                    return self.queue.async { self.post(.sharingSaved(reply: reply)) }
+                }
                 store.saveSharing(text, at: path) { [weak self] in
                     guard let self else { return }
                     self.queue.async { self.post(.sharingSaved(reply: reply)) }

@@ -69,14 +69,11 @@ extension ServerState {
         let paused = state.isPaused(at: wall)
         tellUplinks(paused ? .off(discard: discard) : .on)
         armPauseEnd(at: wall)
-        guard let path = publisher.uplinks.settings.path else {
-            if let reply { send(reply, shareReply(at: wall)) }
-            return
-        }
         // Written before the reply: a switch turned off must hold across a crash right after `locationctl
         // share off` returned. On the store's queue, so that its two fsyncs hold up no client's fix; in
-        // order with every other SHARE's file.
-        effects.append(.saveSharing(text: state.fileText, path: path, reply: reply))
+        // order with every other SHARE's file. The reply says the state this turn put in force.
+        effects.append(.saveSharing(text: state.fileText, path: publisher.uplinks.settings.path,
+                                    reply: reply.map { ($0, shareReply(at: wall)) }))
     }
 
     /// Tells every uplink of a change of the sharing switch, after the reports handed to them before it.

@@ -21,10 +21,10 @@ enum Effect: Sendable {
     case schedule(ServerEvent, after: Duration)
     /// Write the grants as they are now; then `grantsSaved`, handing back `extra` for the reply.
     case saveGrants(reply: Int?, request: String, extra: ServerMessage.Grants)
-    /// Write the sharing switch's state file (`text`; nil: remove it) at `path`, once the uplinks have done
-    /// the work handed to them before (the switch's change among it); then `sharingSaved`, which sends
-    /// connection `reply` (if any) the SHARE reply.
-    case saveSharing(text: String?, path: String, reply: Int?)
+    /// Once the uplinks have done the work handed to them before (the switch's change among it), write the
+    /// sharing switch's state file (`text`; nil: remove it) at `path` (nil: none is kept); then `sharingSaved`,
+    /// which sends `reply` (the SHARE reply as the turn decided it, and its connection), if any.
+    case saveSharing(text: String?, path: String?, reply: (id: Int, bytes: [UInt8])?)
     /// Hand the uplinks their reports and the sharing switch's changes, in this order, on their own queue:
     /// encoding a report and queueing it for the broker is not the fan-out's work.
     case uplinks([UplinkWork])
@@ -54,8 +54,8 @@ enum ServerEvent: Sendable {
     /// GRANTS with `extra`'s `effective` (GRANT) and `revoked` (REVOKE) added.
     case grantsSaved(admin: Int?, request: String, error: Errno?, extra: ServerMessage.Grants)
     case auditRead(admin: Int, page: AuditPage)
-    /// The sharing state file was written (`saveSharing`); `reply` waits for its SHARE reply.
-    case sharingSaved(reply: Int?)
+    /// The sharing state file was written (`saveSharing`); `reply` is the SHARE reply to send, to its connection.
+    case sharingSaved(reply: (id: Int, bytes: [UInt8])?)
     /// A re-check of connections' holders came back (`recheckHolders`).
     case holdersChecked([HolderCheckResult])
 }
@@ -323,7 +323,7 @@ struct ServerState {
         case .holdersChecked(let results):
             holdersChecked(results, at: now)
         case .sharingSaved(let reply):
-            if let reply { send(reply, shareReply(at: now.wall)) }
+            if let reply { send(reply.id, reply.bytes) }
         case let .auditRead(admin, page):
             send(admin, ServerMessage.audit(.init(events: page.events, next: page.next?.text)).encoded())
         }

@@ -54,7 +54,8 @@ public enum SharingChange: Sendable, Equatable {
     case off(discard: Bool)
 }
 
-/// Told at once and on every change of the sharing switch (on the uplinks' queue, in order with the reports).
+/// Told of the sharing switch when the uplink is added (at once, before any report), then of every change
+/// on the uplinks' queue, in order with the reports (`UplinkWork`).
 public typealias SharingSink = @Sendable (SharingChange) -> Void
 
 /// Work for the uplinks, decided in a server turn and done on their own queue, in the order decided: a report

@@ -4,12 +4,13 @@ import LocationPolicy
 import LocationPosix
 import LocationWire
 
-/// The policy's files — the grant store, the audit file, the fudger's secret — written and read on a
-/// queue of their own, never on the fan-out path: an fsync of the grant store or a read of the audit
-/// file delays no client's location.
+/// The policy's files — the grant store, the audit file, the fudger's secret, and the sharing switch's file —
+/// written and read on a queue of their own, never on the fan-out path: an fsync of the grant store or a read
+/// of the audit file delays no client's location.
 ///
 /// Every call returns at once; work runs in the order of the calls, and a completion runs on the store's
-/// queue (the caller hops back to its own state). The grants in memory live in the server's `Publisher`;
+/// queue (the caller hops back to its own state). The sharing file's writes come through the server's uplinks'
+/// queue (`Effect.saveSharing`), so they are in order with each other, not with the grant store's. The grants in memory live in the server's `Publisher`;
 /// this type writes the copies it is handed.
 public final class PolicyStore: Sendable {
     /// Where the grants are stored (`directory/grants.json`).
