@@ -19,6 +19,18 @@ public struct ServerMessageError: Error, Equatable, Sendable, CustomStringConver
 }
 
 extension ServerMessage {
+    /// One line (with or without its line end, CR LF too) read as RFC 8259 JSON (`JSONReader`).
+    /// - Throws: `ServerMessageError` with `className` and "invalid JSON: …".
+    static func readLine(_ line: some Collection<UInt8>, className: String?) throws(ServerMessageError) -> JSONValue {
+        var bytes = Array(line)
+        while let last = bytes.last, last == 10 || last == 13 { bytes.removeLast() }
+        do {
+            return try JSONReader.read(bytes)
+        } catch {
+            throw ServerMessageError(className: className, message: "invalid JSON: \(error)")
+        }
+    }
+
     /// Reads one server line (docs/PROTOCOL.md), strictly: the whole line must be RFC 8259 JSON
     /// (`JSONReader`), an object with a string `class` this protocol defines, and every member it knows
     /// of the type and, for the shared vocabulary (`accuracy`, `status`), the value the protocol allows;
@@ -28,14 +40,7 @@ extension ServerMessage {
     /// - Returns: the message.
     /// - Throws: `ServerMessageError` naming the class (when it could be read) and the problem.
     public static func decode(_ line: some Collection<UInt8>) throws(ServerMessageError) -> ServerMessage {
-        var bytes = Array(line)
-        while let last = bytes.last, last == 10 || last == 13 { bytes.removeLast() }
-        let document: JSONValue
-        do {
-            document = try JSONReader.read(bytes)
-        } catch {
-            throw ServerMessageError(className: nil, message: "invalid JSON: \(error)")
-        }
+        let document = try readLine(line, className: nil)
         guard case .object(let object) = document else {
             throw ServerMessageError(className: nil, message: "not a JSON object")
         }
@@ -179,15 +184,7 @@ extension AuditRecord {
     /// - Parameter line: the line, with or without its newline.
     /// - Throws: `ServerMessageError` (class `"AUDIT"`) saying what is wrong.
     public init(decoding line: some Collection<UInt8>) throws(ServerMessageError) {
-        var bytes = Array(line)
-        while let last = bytes.last, last == 10 || last == 13 { bytes.removeLast() }
-        let document: JSONValue
-        do {
-            document = try JSONReader.read(bytes)
-        } catch {
-            throw ServerMessageError(className: "AUDIT", message: "invalid JSON: \(error)")
-        }
-        try self.init(document)
+        try self.init(ServerMessage.readLine(line, className: "AUDIT"))
     }
 
     init(_ m: MemberReader) throws(ServerMessageError) {
