@@ -120,6 +120,9 @@ public func fuzzServer(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
                 case .watchLoginSessions: break
                 // No /proc pass here: the holders are taken to be as they were (the fuzzed peers are socketpairs).
                 case .recheckHolders: state.handle(.holdersChecked([]), at: now)
+                // No uplinks and no sharing file here: the reply is sent as once the file is written.
+                case .uplinks(let work): work.forEach { $0.run() }
+                case .saveSharing(_, _, let reply): state.handle(.sharingSaved(reply: reply), at: now)
                 }
             }
             rounds += 1
