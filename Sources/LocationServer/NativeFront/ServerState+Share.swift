@@ -62,8 +62,8 @@ extension ServerState {
     }
 
     /// Puts `state` in force, tells the uplinks (`discard`, while paused: to drop what their spools hold), arms the
-    /// end of a timed pause, and has the state file written; connection `reply` gets the SHARE reply once it is
-    /// (at once when no file is kept).
+    /// end of a timed pause, and has the state file written; connection `reply` gets the SHARE reply this turn
+    /// decided once the uplinks were told and the file is written (`Effect.saveSharing`).
     mutating func setSharing(_ state: SharingState, discard: Bool = false, reply: Int?, at wall: Double) {
         publisher.uplinks.sharing = state
         let paused = state.isPaused(at: wall)
