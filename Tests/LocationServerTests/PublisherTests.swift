@@ -271,7 +271,7 @@ struct PublisherTests {
         var p = Self.publisher()
         p.connect(1, identity: Self.navit)
         var ids: [Int] = []
-        for _ in 0..<Publisher.maximumPendingPolls {
+        for _ in 0..<PollCounts.perConnection {
             let poll = p.addPoll(1, at: Self.moment(0))
             ids.append(try #require(poll))
         }
@@ -362,9 +362,9 @@ struct PublisherTests {
         var accepted = 0
         for id in 1...5 {
             p.connect(id, identity: Self.navit)
-            for _ in 0..<Publisher.maximumPendingPolls where p.addPoll(id, at: Self.moment(0)) != nil { accepted += 1 }
+            for _ in 0..<PollCounts.perConnection where p.addPoll(id, at: Self.moment(0)) != nil { accepted += 1 }
         }
-        #expect(accepted == Publisher.maximumPendingPollsPerUser)
+        #expect(accepted == PollCounts.perUser)
         // Another user is not affected.
         p.connect(9, identity: Self.stranger)
         let other = p.addPoll(9, at: Self.moment(0))

@@ -112,7 +112,7 @@ extension ServerState {
             timeout = publisher.reducedPollWait(of: id, at: now)
         }
         guard let poll = publisher.addPoll(id, at: now) else {
-            bad(id, RequestError(request: "POLL", message: "too many POLLs waiting (\(Publisher.maximumPendingPolls))"))
+            bad(id, RequestError(request: "POLL", message: "too many POLLs waiting (\(PollCounts.perConnection))"))
             return
         }
         effects.append(.schedule(.pollTimeout(client: id, poll: poll, after: timeout), after: timeout))

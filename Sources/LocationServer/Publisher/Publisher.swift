@@ -23,10 +23,6 @@ struct Publisher {
     /// The uplinks (fleet brokers) subscribed like watching clients (Publisher+Uplink.swift).
     var uplinks = UplinkTable()
 
-    /// The most POLLs one connection may have waiting; one more gets an ERROR.
-    static let maximumPendingPolls = 16
-    /// The most POLLs one user may have waiting across its connections.
-    static let maximumPendingPollsPerUser = 64
 
     /// How often reduced accuracy may be reported (the rules' `reduced-interval`), converted once: a
     /// `Duration` made from a `Double` costs 128-bit arithmetic, and pacing reads it per client and fix.
@@ -195,8 +191,8 @@ struct Publisher {
     }
 
     /// POLL from an authorized client: it waits for the next fix. Returns the poll's id (for its
-    /// timeout), or nil when the connection already has `maximumPendingPolls` waiting, or its user
-    /// `maximumPendingPollsPerUser`.
+    /// timeout), or nil when the connection already has `PollCounts.perConnection` waiting, or its user
+    /// `PollCounts.perUser`.
     ///
     /// A reduced client whose report is due while there is no fix is told so as a watcher would be — a notice, which
     /// uses the cadence's slot — now, not when the POLL times out: one dropped first (the client hung up) would be a
@@ -205,8 +201,7 @@ struct Publisher {
     mutating func addPoll(_ id: Int, at now: Moment) -> Int? {
         guard let slot = subscribers.slot(of: id) else { return nil }
         let subscriber = subscribers.entries[slot]
-        guard subscriber.pendingPolls.count < Self.maximumPendingPolls,
-              let poll = polls.open(uid: subscriber.identity.uid, userMaximum: Self.maximumPendingPollsPerUser) else { return nil }
+        guard subscriber.pendingPolls.count < PollCounts.perConnection, let poll = polls.open(uid: subscriber.identity.uid) else { return nil }
         subscribers[slot: slot].pendingPolls.append(poll)
         // Only when due (`recordNotice` checks): a POLL before then waits for the due time, and a notice placed at the
         // moment of the client's choosing would tell the fix's state then (by whether the next report came early).
